@@ -1,0 +1,135 @@
+"""Run configuration: frozen, typed, layered. Precedence: CLI > awm.toml [run] > AWM_* env > defaults.
+
+A field left out is "not given" and falls through to the next layer; the string "none" (for the
+expert) means disabled. Secrets are never configured here: only environment-variable names are.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from awm_runtime._errors import ConfigError
+
+# Fields an arm may override (`--arm NAME:KEY=VAL,...`).
+ARM_KEYS = ("policy", "expert", "reward", "nudges", "max_turns", "expert_calls", "on_format_error")
+_ARM_NAME = re.compile(r"^[A-Za-z0-9_.\-]+$")
+
+
+class ArmConfig(BaseModel):
+    """One arm of an A/B run: a name and the settings it changes."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    policy: str | None = None
+    expert: str | None = None
+    reward: str | None = None
+    nudges: tuple[str, ...] | None = None
+    max_turns: int | None = Field(default=None, ge=1)
+    expert_calls: int | None = Field(default=None, ge=0)
+    on_format_error: Literal["continue", "end"] | None = None
+
+
+class RunConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    worlds: str = "builtin"
+    solutions: Path | None = None
+    scenarios: str = "*"
+    tasks: str = "all"
+    split: Literal["train", "test", "all"] = "all"
+    exclude_trivial: bool = False
+    repeats: int = Field(default=1, ge=1)
+    concurrency: int = Field(default=32, ge=1)
+    max_turns: int = Field(default=20, ge=1)
+    episode_timeout_s: float = Field(default=900.0, gt=0)
+    policy: str = "sim/novice"
+    expert: str = "sim/oracle"
+    reward: str = "awm"
+    nudges: tuple[str, ...] = ("on_error", "on_stall:5")
+    expert_calls: int | None = Field(default=3, ge=0)
+    expert_tokens: int | None = Field(default=None, ge=0)
+    expert_usd: float | None = Field(default=None, ge=0)
+    on_format_error: Literal["continue", "end"] = "continue"
+    tool_result_chars: int = Field(default=3000, ge=0)
+    arms: tuple[ArmConfig, ...] = ()
+    out: Path | None = None
+    resume: bool = False
+    seed: int = 0
+    config_path: Path | None = None
+
+    @field_validator("nudges", mode="before")
+    @classmethod
+    def _split_nudges(cls, v: Any) -> Any:
+        return _split_list(v)
+
+    def arm_list(self) -> list[ArmConfig]:
+        """The arms to run; with none given, one arm named `main` with the base settings."""
+        return list(self.arms) or [ArmConfig(name="main")]
+
+    def for_arm(self, arm: ArmConfig) -> RunConfig:
+        """This config with the arm's overrides applied."""
+        changes = {k: getattr(arm, k) for k in ARM_KEYS if getattr(arm, k) is not None}
+        return self.model_copy(update=changes)
+
+
+def _split_list(v: Any) -> Any:
+    if isinstance(v, str):
+        return tuple(p for p in re.split(r"[+;\s]+", v) if p) if v not in ("", "none") else ()
+    return v
+
+
+def parse_arm(text: str) -> ArmConfig:
+    """`NAME:KEY=VAL,KEY=VAL` -> ArmConfig, with a precise error for each mistake."""
+    name, _, rest = text.partition(":")
+    if not _ARM_NAME.match(name):
+        raise ConfigError(f"--arm {text!r}: arm name must be letters, digits, '.', '_' or '-' (NAME:KEY=VAL,...)")
+    fields: dict[str, Any] = {"name": name}
+    for item in filter(None, rest.split(",")):
+        key, eq, value = item.partition("=")
+        key = key.strip().replace("-", "_")
+        if not eq or key not in ARM_KEYS:
+            raise ConfigError(f"--arm {text!r}: {item!r} is not KEY=VAL with KEY one of {', '.join(ARM_KEYS)}")
+        fields[key] = _split_list(value) if key == "nudges" else value
+    try:
+        return ArmConfig(**fields)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        raise ConfigError(f"--arm {text!r}: {err['loc'][0]}: {err['msg']}") from None
+
+
+def env_layer(env: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """AWM_<FIELD> variables, e.g. AWM_CONCURRENCY=64 or AWM_POLICY=qwen3-4b."""
+    env = os.environ if env is None else env
+    out: dict[str, Any] = {}
+    for name in RunConfig.model_fields:
+        value = env.get(f"AWM_{name.upper()}")
+        if value is not None and name not in ("arms", "config_path"):
+            out[name] = value
+    return out
+
+
+def build_run_config(cli: Mapping[str, Any], file: Mapping[str, Any] | None = None,
+                     env: Mapping[str, str] | None = None) -> RunConfig:
+    """Merge the layers (CLI > file > env > defaults) and validate once, with one-line errors."""
+    merged: dict[str, Any] = {}
+    for layer in (env_layer(env), dict(file or {}), {k: v for k, v in cli.items() if v is not None}):
+        merged.update(layer)
+    if "arms" in merged:
+        merged["arms"] = tuple(parse_arm(a) if isinstance(a, str) else ArmConfig(**a) for a in merged["arms"])
+        names = [a.name for a in merged["arms"]]
+        if len(set(names)) != len(names):
+            raise ConfigError(f"--arm names must be unique, got {', '.join(names)}")
+    try:
+        return RunConfig(**merged)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        field = ".".join(str(p) for p in err["loc"])
+        flag = "--" + field.replace("_", "-")
+        raise ConfigError(f"{flag}: {err['msg']} (got {err.get('input')!r})") from None

@@ -1,0 +1,77 @@
+"""The one exception tree of awm-runtime.
+
+    AwmError
+    ├── ConfigError            bad input found before a run starts (CLI exit 2)
+    ├── ModelError(kind)       a model call failed: rate_limit | server | timeout | connection
+    │                          | context | content_filter | auth | not_found | bad_request | fatal
+    ├── WorldError             scenario code failed to load, hung, or killed its worker
+    ├── VerifierError          a verifier crashed, hung or returned nonsense
+    └── AgentFacingError       errors the *agent* should see and may recover from
+        └── FormatError(kind)  a reply that meant to act but cannot be executed
+
+Everything except AgentFacingError is fatal to the episode and is recorded as
+`outcome: error` (infrastructure), never as the agent's failure.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+ModelErrorKind = Literal[
+    "rate_limit",
+    "server",
+    "timeout",
+    "connection",
+    "context",
+    "content_filter",
+    "auth",
+    "not_found",
+    "bad_request",
+    "fatal",
+]
+
+
+class AwmError(Exception):
+    """Root of every error awm-runtime raises on purpose."""
+
+    @property
+    def error_class(self) -> str:
+        return type(self).__name__
+
+
+class ConfigError(AwmError):
+    """Bad configuration or input, detected before episodes start."""
+
+
+class ModelError(AwmError):
+    """A model call failed for good (retries exhausted, or not retryable)."""
+
+    def __init__(self, message: str, *, kind: ModelErrorKind, role: str = "", alias: str = "") -> None:
+        super().__init__(message)
+        self.kind: ModelErrorKind = kind
+        self.role = role
+        self.alias = alias
+
+    @property
+    def error_class(self) -> str:
+        return f"ModelError.{self.kind}"
+
+
+class WorldError(AwmError):
+    """The world (scenario code, its DB, or its worker) failed, not the agent."""
+
+
+class VerifierError(AwmError):
+    """The verifier could not produce a verdict."""
+
+
+class AgentFacingError(AwmError):
+    """An error the agent caused and is told about; the episode goes on."""
+
+
+class FormatError(AgentFacingError):
+    """A policy reply that meant to call a tool but cannot be executed."""
+
+    def __init__(self, message: str, *, kind: str) -> None:
+        super().__init__(message)
+        self.kind = kind

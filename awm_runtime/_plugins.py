@@ -1,0 +1,40 @@
+"""Plug-in lookup by name through entry points, with in-process registration for embedders."""
+
+from __future__ import annotations
+
+from functools import cache
+from importlib.metadata import entry_points
+from typing import Any, Literal
+
+from awm_runtime._errors import ConfigError
+
+Group = Literal["policies", "experts", "nudges", "rewards", "sinks"]
+
+_SINGULAR = {"policies": "policy", "experts": "expert", "nudges": "nudge rule",
+             "rewards": "reward shaper", "sinks": "sink"}
+_local: dict[str, dict[str, Any]] = {}
+
+
+def register(group: Group, name: str, obj: Any) -> None:
+    """Register a plug-in in this process (tests, notebooks); entry points do it for packages."""
+    _local.setdefault(group, {})[name] = obj
+
+
+@cache
+def _entry_points(group: str) -> dict[str, Any]:
+    return {ep.name: ep for ep in entry_points(group=f"awm_runtime.{group}")}
+
+
+def available(group: Group) -> list[str]:
+    return sorted({*_entry_points(group), *_local.get(group, {})})
+
+
+def resolve(group: Group, name: str) -> Any:
+    """The object registered as `name` in `group`, or a ConfigError naming the choices."""
+    if name in _local.get(group, {}):
+        return _local[group][name]
+    ep = _entry_points(group).get(name)
+    if ep is None:
+        choices = ", ".join(available(group)) or "none installed"
+        raise ConfigError(f"unknown {_SINGULAR[group]} {name!r}; choose one of: {choices}")
+    return ep.load()

@@ -1,0 +1,237 @@
+"""Core data types: messages, tools, tasks, episode specs, verdicts and the episode record."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Role = Literal["system", "user", "assistant", "tool"]
+Source = Literal["policy", "world", "expert", "nudge", "system"]
+Outcome = Literal["complete", "incomplete", "format_error", "error"]
+FormatErrorKind = Literal[
+    "invalid_json",
+    "unclosed_tag",
+    "missing_name",
+    "unknown_tool",
+    "schema_violation",
+    "empty_reply",
+    "multiple_calls",
+]
+FORMAT_ERROR_KINDS: tuple[str, ...] = FormatErrorKind.__args__  # type: ignore[attr-defined]
+VerdictResult = Literal[
+    "complete",
+    "incomplete",
+    "others",
+    "agent_error",
+    "server_error",
+    "judge_error",
+    "no_verifier",
+    "not_run",
+]
+AskStyle = Literal["solo", "recovery", "blind"]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ToolSpec(_Model):
+    """A tool the agent may call: fastapi-mcp's shape (name, description, flat JSON schema)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    description: str = ""
+    input_schema: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
+
+    def to_openai(self) -> dict[str, Any]:
+        return {
+            "type": "function",
+            "function": {"name": self.name, "description": self.description, "parameters": self.input_schema},
+        }
+
+
+class ToolCall(_Model):
+    """A parsed, executable call: the tool's name and its decoded arguments."""
+
+    id: str
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
+class ToolResult(_Model):
+    """What a tool call returned, as the agent will see it."""
+
+    text: str
+    is_error: bool = False
+    status: int | None = None
+    elapsed_ms: float = 0.0
+
+
+class Message(_Model):
+    """One chat message in OpenAI format, tagged with who produced it.
+
+    Extra fields beyond OpenAI's (`source`, `turn`, `reasoning`, `format_error`, token data)
+    are dropped by `to_openai()` before a message goes to a model.
+    """
+
+    role: Role
+    content: str | None = None
+    source: Source
+    tool_calls: list[dict[str, Any]] | None = None
+    tool_call_id: str | None = None
+    name: str | None = None
+    turn: int | None = None
+    reasoning: str | None = None
+    format_error: str | None = None
+    logprobs: list[Any] | None = None
+    token_ids: list[int] | None = None
+
+    def to_openai(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"role": self.role, "content": self.content}
+        if self.tool_calls:
+            out["tool_calls"] = self.tool_calls
+        if self.tool_call_id is not None:
+            out["tool_call_id"] = self.tool_call_id
+        if self.name is not None and self.role == "tool":
+            out["name"] = self.name
+        return out
+
+
+class Task(_Model):
+    """A natural-language task in one scenario of a world set."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    scenario: str  # normalised scenario name: the join key across AWM files
+    task_idx: int
+    text: str
+    scenario_title: str = ""
+    has_verifier: bool = True
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return (self.scenario, self.task_idx)
+
+
+class EpisodeSpec(_Model):
+    """Which episode to run. `key` identifies it for resume."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    arm: str = "default"
+    scenario: str
+    task_idx: int
+    repeat: int = 0
+    seed: int = 0
+    group_id: str | None = None
+
+    @property
+    def key(self) -> tuple[str, str, int, int]:
+        return (self.arm, self.scenario, self.task_idx, self.repeat)
+
+
+class Usage(_Model):
+    """Token and cost accounting for one role within an episode."""
+
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+
+    def add(self, other: Usage) -> None:
+        self.calls += other.calls
+        self.prompt_tokens += other.prompt_tokens
+        self.completion_tokens += other.completion_tokens
+        self.cost_usd += other.cost_usd
+
+
+class Verdict(_Model):
+    """The verifier's judgement of the final world state."""
+
+    result: VerdictResult
+    mode: Literal["code", "sql", "none"] = "code"
+    detail: dict[str, Any] = Field(default_factory=dict)
+    elapsed_ms: float = 0.0
+    error: str | None = None
+
+    @property
+    def complete(self) -> bool:
+        return self.result == "complete"
+
+
+class ModelRef(_Model):
+    """Which model played a role: the alias the user chose and the model it resolved to."""
+
+    alias: str
+    model: str
+    simulated: bool = False
+
+
+class ErrorInfo(_Model):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    error_class: str = Field(alias="class")
+    message: str
+
+
+class ExpertAnswer(_Model):
+    """Who answered one ask_expert call, and how long it took."""
+
+    turn: int
+    answered_by: str
+    latency_s: float
+    fallback: bool = False
+
+
+class NudgeEvent(_Model):
+    turn: int
+    rule: str
+    followed_by_ask: bool = False
+
+
+class EpisodeRecord(_Model):
+    """One finished episode: the contract of `episodes.jsonl` (BRIEF §5)."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    episode_id: str
+    run_id: str = ""
+    arm: str
+    scenario: str
+    task_idx: int
+    repeat: int
+    seed: int = 0
+    task: str = ""
+    policy: ModelRef
+    expert: ModelRef | None = None
+    outcome: Outcome
+    verdict: VerdictResult
+    verdict_detail: dict[str, Any] = Field(default_factory=dict)
+    reward: float = 0.0
+    reward_components: dict[str, Any] = Field(default_factory=dict)
+    ask_style: AskStyle = "solo"
+    turns: int = 0
+    tool_calls: int = 0
+    tool_errors: int = 0
+    format_errors: dict[str, int] = Field(default_factory=dict)
+    expert_calls: int = 0
+    expert_answers: list[ExpertAnswer] = Field(default_factory=list)
+    nudges: int = 0
+    nudge_log: list[NudgeEvent] = Field(default_factory=list)
+    final_answer: str = ""
+    messages: list[Message] = Field(default_factory=list)
+    usage: dict[str, Usage] = Field(default_factory=dict)
+    timings: dict[str, float] = Field(default_factory=dict)
+    error: ErrorInfo | None = None
+    group_id: str | None = None
+    advantage: float | None = None
+
+    @property
+    def key(self) -> tuple[str, str, int, int]:
+        return (self.arm, self.scenario, self.task_idx, self.repeat)
+
+    @property
+    def format_error_count(self) -> int:
+        return sum(self.format_errors.values())

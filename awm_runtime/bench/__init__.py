@@ -1,0 +1,13 @@
+"""Benchmarks: `awm-bench SUITE` measures and prints JSON plus a table. Not tests.
+
+A suite is a module with `add_arguments(parser)` and `async run(args) -> dict`; the dict is
+printed as JSON and may carry `"table": [[metric, value, target], ...]` for the human view.
+"""
+
+from __future__ import annotations
+
+SUITES: dict[str, str] = {
+    "world": "awm_runtime.bench._world",
+    "routing": "awm_runtime.bench._routing",
+    "scale": "awm_runtime.bench._scale",
+}

@@ -1,0 +1,30 @@
+"""Command-line entry points. Thin: parse arguments, call the API, print."""
+
+from __future__ import annotations
+
+
+def run_main() -> int:
+    from awm_runtime.cli._run import main
+
+    return main()
+
+
+def worlds_main() -> int:
+    from awm_runtime.cli._worlds import main
+
+    return main()
+
+
+def bench_main() -> int:
+    from awm_runtime.cli._bench import main
+
+    return main()
+
+
+def export_main() -> int:
+    from awm_runtime.cli._export import main
+
+    return main()
+
+
+__all__ = ["bench_main", "export_main", "run_main", "worlds_main"]

@@ -1,0 +1,28 @@
+"""Shared CLI plumbing: bad input is one line on stderr and exit code 2, never a traceback."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import NoReturn
+
+from awm_runtime._errors import ConfigError
+
+EXIT_CONFIG = 2
+EXIT_INTERRUPTED = 130
+
+
+def fail(message: str, prog: str) -> NoReturn:
+    for line in message.splitlines() or [message]:
+        print(f"{prog}: error: {line}", file=sys.stderr)
+    raise SystemExit(EXIT_CONFIG)
+
+
+def guarded(prog: str, main: Callable[[], int]) -> int:
+    try:
+        return main()
+    except ConfigError as exc:
+        fail(str(exc), prog)
+    except KeyboardInterrupt:
+        print(f"{prog}: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED

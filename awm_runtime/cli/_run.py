@@ -1,0 +1,110 @@
+"""awm-run: run episodes of a policy (and optional expert) on AWM worlds."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from awm_runtime._config import build_run_config
+from awm_runtime._errors import ConfigError
+from awm_runtime.cli._common import guarded
+from awm_runtime.models import load_toml
+
+DESCRIPTION = """Run concurrent agent episodes on AWM worlds and write a run directory.
+
+With no flags: every built-in task, the simulated novice policy (sim/novice) and the
+simulated oracle expert (sim/oracle), fully offline. Simulated models are labelled as such."""
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="awm-run", description=DESCRIPTION,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    a = p.add_argument
+    a("--policy", metavar="ALIAS", help="policy model alias or policy plug-in (default sim/novice)")
+    a("--expert", metavar="ALIAS|none",
+      help="expert model alias, expert plug-in (oracle), or none (default sim/oracle)")
+    a("--worlds", metavar="builtin|DIR", help="built-in worlds, or a directory in the AgentWorldModel format")
+    a("--solutions", metavar="FILE", type=Path, help="reference solutions (JSON) for oracle experts and sims")
+    a("--scenarios", metavar="GLOB", help="scenario names to run, comma-separated globs (default *)")
+    a("--tasks", metavar="SPEC", help="task indices: all, 3, 0-4 or 0,2,7-9 (default all)")
+    a("--split", choices=("train", "test", "all"), help="the worlds' pinned train/test split (default all)")
+    a("--repeats", type=_positive_int, metavar="N", help="episodes per task and arm (default 1)")
+    a("--concurrency", type=_positive_int, metavar="N", help="episodes in flight at once (default 32)")
+    a("--max-turns", type=_positive_int, metavar="N", help="policy replies per episode (default 20)")
+    a("--episode-timeout", type=float, metavar="S", dest="episode_timeout_s", help="seconds per episode (default 900)")
+    a("--reward", metavar="NAME", help="reward shaper: awm, openenv, try-first, advice-cost[:C] (default awm)")
+    a("--nudges", metavar="RULES", help="nudge rules joined by '+', e.g. on_error+on_stall:5, or none")
+    a("--expert-calls", type=int, metavar="N", help="expert calls allowed per episode (default 3)")
+    a("--on-format-error", choices=("continue", "end"), help="feed format errors back (continue) or end at -1")
+    a("--arm", action="append", dest="arms", metavar="NAME:KEY=VAL,...",
+      help="an arm of an A/B run, e.g. --arm solo:expert=none --arm asked:expert=sim/oracle (repeatable)")
+    a("--seed", type=int, help="base seed; episode seeds derive from it and are shared across arms")
+    a("--config", type=Path, dest="config_path", metavar="awm.toml", help="model aliases and [run] defaults")
+    a("--out", type=Path, metavar="DIR", help="run directory (default runs/<timestamp>-<id>)")
+    a("--resume", action="store_true", default=None, help="continue the run in --out, skipping finished episodes")
+    a("--quiet", action="store_true", help="no progress bar; print only the summary")
+    a("--json", action="store_true", help="print the summary as JSON on stdout (implies --quiet)")
+    return p
+
+
+def _config(args: argparse.Namespace) -> Any:
+    cli = {k: v for k, v in vars(args).items() if k not in ("quiet", "json")}
+    file: dict[str, Any] = {}
+    if args.config_path is not None:
+        file = dict(load_toml(args.config_path).get("run", {}))
+        if not isinstance(file, dict):
+            raise ConfigError(f"{args.config_path}: [run] must be a table")
+    return build_run_config(cli, file)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+
+    def go() -> int:
+        from rich.console import Console
+
+        from awm_runtime.cli._live import ProgressSink
+        from awm_runtime.report import summary_table
+        from awm_runtime.scheduler import prepare, run
+
+        config = _config(args)
+        quiet = args.quiet or args.json
+        console = Console(stderr=True)
+        progress = None if quiet else ProgressSink(console)
+
+        async def main_async() -> Any:
+            prepared = await prepare(config)
+            return await run(config, prepared=prepared, sinks=[progress] if progress else [],
+                             on_start=progress.start if progress else None)
+
+        try:
+            result = asyncio.run(main_async())
+        finally:
+            if progress:
+                progress.stop()
+        if args.json:
+            print(json.dumps(result.summary, indent=2))
+        else:
+            Console().print(summary_table(result.summary))
+            sims = [a for a in result.summary["arms"].values() if a["simulated"]]
+            if sims:
+                Console().print("[yellow]Simulated policy: these numbers exercise the runtime; "
+                                "they say nothing about real models.[/]")
+            print(f"run directory: {result.out}", file=sys.stderr)
+        return 0
+
+    return guarded("awm-run", go)

@@ -1,0 +1,17 @@
+"""The episode loop, embeddable in any asyncio application."""
+
+from awm_runtime.episode._advice import reference_plan, summarize_trajectory
+from awm_runtime.episode._loop import EpisodeLimits, ExpertBudget, Harness, run_episode
+from awm_runtime.episode._tools import ASK_EXPERT, ask_expert_spec, tool_listing
+
+__all__ = [
+    "ASK_EXPERT",
+    "EpisodeLimits",
+    "ExpertBudget",
+    "Harness",
+    "ask_expert_spec",
+    "reference_plan",
+    "run_episode",
+    "summarize_trajectory",
+    "tool_listing",
+]

@@ -1,0 +1,230 @@
+"""The episode loop: policy acts, world or expert answers, nudges apply, the verifier judges.
+
+`run_episode` runs inside the caller's event loop and never starts its own. Any failure
+becomes the record's `error`; it never propagates to sibling episodes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+import structlog
+
+from awm_runtime._events import (
+    EpisodeEnded,
+    EpisodeStarted,
+    Event,
+    ExpertCalled,
+    NudgeSent,
+    ToolCalled,
+    TurnEnded,
+)
+from awm_runtime._prompts import render
+from awm_runtime._protocols import (
+    AdviceRequest,
+    CallTool,
+    Expert,
+    FinalAnswer,
+    ListTools,
+    Malformed,
+    NudgeRule,
+    Policy,
+    PolicyTurn,
+    RewardShaper,
+    Sink,
+    WorldSession,
+)
+from awm_runtime._types import (
+    EpisodeRecord,
+    EpisodeSpec,
+    ErrorInfo,
+    ExpertAnswer,
+    Message,
+    NudgeEvent,
+    Task,
+    ToolSpec,
+    Verdict,
+)
+from awm_runtime.episode._advice import summarize_trajectory
+from awm_runtime.episode._state import EpisodeState
+from awm_runtime.episode._tools import ASK_EXPERT, ask_expert_spec, tool_listing
+
+log = structlog.get_logger("awm_runtime.episode")
+
+
+@dataclass(frozen=True, slots=True)
+class ExpertBudget:
+    """Per-episode limits on expert help. None means unlimited."""
+
+    calls: int | None = 3
+    tokens: int | None = None
+    usd: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class EpisodeLimits:
+    max_turns: int = 20
+    timeout_s: float | None = 900.0
+    on_format_error: Literal["continue", "end"] = "continue"
+    expert_budget: ExpertBudget = field(default_factory=ExpertBudget)
+
+
+@dataclass(frozen=True, slots=True)
+class Harness:
+    """Everything on the agent's side of an episode (verifiers' env / harness / trace split)."""
+
+    policy: Policy
+    shaper: RewardShaper
+    expert: Expert | None = None
+    nudges: Sequence[NudgeRule] = ()
+    limits: EpisodeLimits = field(default_factory=EpisodeLimits)
+
+
+def _emit(sinks: Sequence[Sink], event: Event) -> None:
+    for sink in sinks:
+        try:
+            sink.emit(event)
+        except Exception:  # a broken sink must not end the episode; it is reported once per event
+            log.exception("sink_failed", sink=type(sink).__name__, event_name=event.name)
+
+
+async def run_episode(spec: EpisodeSpec, task: Task, session: WorldSession, harness: Harness, *,
+                      sinks: Sequence[Sink] = (), run_id: str = "", episode_id: str | None = None) -> EpisodeRecord:
+    """Play one episode to the end and return its record. Never raises except on cancellation."""
+    ep = EpisodeState(spec=spec, task=task, episode_id=episode_id or uuid.uuid4().hex[:16], run_id=run_id,
+                      policy=harness.policy.ref, expert=harness.expert.ref if harness.expert else None)
+    verdict = Verdict(result="not_run", mode="none")
+    with structlog.contextvars.bound_contextvars(run_id=run_id, episode_id=ep.episode_id, scenario=spec.scenario,
+                                                 task_idx=spec.task_idx, arm=spec.arm):
+        _emit(sinks, EpisodeStarted(ep.episode_id, spec.arm, spec.scenario, spec.task_idx, spec.repeat))
+        deadline = asyncio.timeout(harness.limits.timeout_s)
+        try:
+            async with deadline:
+                await _play(ep, session, harness, sinks)
+                if not ep.ended_by_format_error:
+                    started = time.perf_counter()
+                    verdict = await session.verify(ep.final_answer, ep.messages)
+                    ep.timings["verify_s"] += time.perf_counter() - started
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            if isinstance(exc, TimeoutError) and deadline.expired():
+                ep.error = ErrorInfo(error_class="EpisodeTimeout",
+                                     message=f"episode exceeded its {harness.limits.timeout_s:g}s timeout")
+            else:
+                ep.fail(exc)
+            log.warning("episode_failed", error_class=ep.error.error_class if ep.error else "", error=str(exc))
+        record = ep.to_record(verdict)
+        reward, components = harness.shaper.shape(record)
+        record.reward, record.reward_components = reward, components
+        _emit(sinks, EpisodeEnded(ep.episode_id, record))
+    return record
+
+
+async def _play(ep: EpisodeState, session: WorldSession, harness: Harness, sinks: Sequence[Sink]) -> None:
+    expert = harness.expert
+    world_tools = list(session.tools)
+    tools: list[ToolSpec] = [*world_tools, ask_expert_spec()] if expert else world_tools
+    ep.add(harness.policy.begin(ep.task, tools))
+    for turn in range(1, harness.limits.max_turns + 1):
+        ep.turn = turn
+        pt = await harness.policy.act(ep.messages, tools, seed=ep.spec.seed)
+        ep.timings["policy_s"] += pt.elapsed_s
+        ep.usage["policy"].add(pt.usage)
+        ep.add([pt.message])
+        for kind in pt.warnings:
+            ep.count_format_error(kind)
+        action = pt.action
+        _emit(sinks, TurnEnded(ep.episode_id, turn, type(action).__name__,
+                               action.kind if isinstance(action, Malformed) else None, pt.elapsed_s,
+                               pt.usage.prompt_tokens, pt.usage.completion_tokens))
+        if isinstance(action, FinalAnswer):
+            ep.final_answer, ep.last_action = action.text, "final"
+            return
+        if isinstance(action, Malformed):
+            ep.count_format_error(action.kind)
+            ep.last_action = "format_error"
+            if harness.limits.on_format_error == "end":
+                ep.ended_by_format_error = True
+                return
+            feedback = render("format_error.md", kind=action.kind, detail=action.detail)
+            ep.add(harness.policy.observe(pt, feedback, "system"))
+        elif isinstance(action, ListTools):
+            ep.last_action = "list_tools"
+            ep.add(harness.policy.observe(pt, tool_listing(tools), "world"))
+        elif isinstance(action, CallTool) and action.call.name == ASK_EXPERT and expert is not None:
+            await _ask_expert(ep, pt, action, world_tools, harness, sinks)
+        elif isinstance(action, CallTool):
+            await _call_world(ep, pt, action, session, harness, sinks)
+        _apply_nudges(ep, harness, sinks)
+
+
+async def _call_world(ep: EpisodeState, pt: PolicyTurn, action: CallTool, session: WorldSession,
+                      harness: Harness, sinks: Sequence[Sink]) -> None:
+    started = time.perf_counter()
+    result = await session.call_tool(action.call)
+    ep.timings["world_s"] += time.perf_counter() - started
+    ep.tool_calls += 1
+    if result.is_error:
+        ep.tool_errors += 1
+        ep.had_trouble = True
+    ep.last_action = "tool_error" if result.is_error else "tool"
+    _emit(sinks, ToolCalled(ep.episode_id, ep.turn, action.call.name, result.status, result.is_error,
+                            result.elapsed_ms))
+    ep.add(harness.policy.observe(pt, result.text, "world"))
+
+
+def _budget_left(ep: EpisodeState, harness: Harness) -> bool:
+    budget = harness.limits.expert_budget
+    used = ep.usage["expert"]
+    return not (
+        (budget.calls is not None and ep.expert_calls >= budget.calls)
+        or (budget.tokens is not None and used.prompt_tokens + used.completion_tokens >= budget.tokens)
+        or (budget.usd is not None and used.cost_usd >= budget.usd)
+    )
+
+
+async def _ask_expert(ep: EpisodeState, pt: PolicyTurn, action: CallTool, world_tools: list[ToolSpec],
+                      harness: Harness, sinks: Sequence[Sink]) -> None:
+    assert harness.expert is not None
+    ep.last_action = "ask_expert"
+    ep.note_ask()
+    if not _budget_left(ep, harness):
+        ep.expert_denied += 1
+        _emit(sinks, ExpertCalled(ep.episode_id, ep.turn, "", 0.0, granted=False))
+        ep.add(harness.policy.observe(pt, render("expert_budget_spent.md"), "system"))
+        return
+    args = action.call.arguments
+    request = AdviceRequest(
+        task=ep.task, tools=world_tools, question=str(args.get("question", "")), context=str(args.get("context", "")),
+        trajectory=summarize_trajectory(ep.messages), episode_id=ep.episode_id, turn=ep.turn,
+    )
+    advice = await harness.expert.advise(request)
+    ep.expert_calls += 1
+    ep.usage["expert"].add(advice.usage)
+    ep.timings["expert_s"] += advice.latency_s
+    ep.expert_answers.append(ExpertAnswer(turn=ep.turn, answered_by=advice.answered_by,
+                                          latency_s=round(advice.latency_s, 4), fallback=advice.fallback))
+    _emit(sinks, ExpertCalled(ep.episode_id, ep.turn, advice.answered_by, advice.latency_s, True, advice.fallback))
+    ep.add(harness.policy.observe(pt, advice.text, "expert"))
+
+
+def _apply_nudges(ep: EpisodeState, harness: Harness, sinks: Sequence[Sink]) -> None:
+    """At most one nudge per turn, and only while asking the expert is possible."""
+    if harness.expert is None or not harness.nudges or not _budget_left(ep, harness):
+        return
+    view = ep.view(expert_available=True)
+    for rule in harness.nudges:
+        text = rule.check(view)
+        if text:
+            ep.nudge_log.append(NudgeEvent(turn=ep.turn, rule=rule.name))
+            if rule.name.startswith("on_stall"):
+                ep.had_trouble = True
+            ep.add([Message(role="user", content=text, source="nudge")])
+            _emit(sinks, NudgeSent(ep.episode_id, ep.turn, rule.name))
+            return

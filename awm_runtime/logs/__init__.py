@@ -1,0 +1,35 @@
+"""Structured logs, secret redaction, and the run directory writer and reader."""
+
+from awm_runtime.logs._redact import REDACTED, Redactor
+from awm_runtime.logs._rundir import (
+    EPISODES,
+    EVENTS,
+    MANIFEST,
+    SUMMARY,
+    RunDirWriter,
+    completed_keys,
+    iter_records,
+    read_manifest,
+    record_line,
+    repair_tail,
+)
+from awm_runtime.logs._setup import configure_logging, reset_logging
+from awm_runtime.logs._sinks import EventLogSink
+
+__all__ = [
+    "EPISODES",
+    "EVENTS",
+    "MANIFEST",
+    "REDACTED",
+    "SUMMARY",
+    "EventLogSink",
+    "Redactor",
+    "RunDirWriter",
+    "completed_keys",
+    "configure_logging",
+    "iter_records",
+    "read_manifest",
+    "record_line",
+    "repair_tail",
+    "reset_logging",
+]

@@ -1,0 +1,26 @@
+"""The one place litellm is imported: lazily, offline-safe, with our simulated provider."""
+
+from __future__ import annotations
+
+import os
+from functools import cache
+from typing import Any
+
+
+@cache
+def litellm() -> Any:
+    """Import litellm (about 2-3 s) on first use only, never at `import awm_runtime`."""
+    # Without this, litellm fetches its price map from the internet at import and retries with sleeps.
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    os.environ.setdefault("LITELLM_TELEMETRY", "False")
+    import litellm as _litellm
+
+    from awm_runtime.models.sim._provider import SimProvider
+
+    _litellm.telemetry = False
+    _litellm.suppress_debug_info = True
+    _litellm.drop_params = True  # providers reject params they lack (e.g. seed); drop, don't fail
+    if not any(item.get("provider") == "sim" for item in _litellm.custom_provider_map):
+        _litellm.custom_provider_map = [*_litellm.custom_provider_map,
+                                        {"provider": "sim", "custom_handler": SimProvider()}]
+    return _litellm

@@ -1,0 +1,139 @@
+"""Model aliases: the built-in table (BRIEF §6) merged with `[models.*]` from awm.toml."""
+
+from __future__ import annotations
+
+import difflib
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from awm_runtime._errors import ConfigError
+
+Protocol = Literal["native", "awm", "hermes"]
+
+
+class ModelConfig(BaseModel):
+    """One alias: where a model lives, how to authenticate, and its limits. Keys are stable."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    alias: str = ""
+    model: str
+    api_base: str | None = None
+    api_key_env: str | None = None  # the key is read from this variable, never stored
+    protocol: Protocol = "native"
+    max_concurrency: int = Field(default=64, ge=1)
+    rpm: int | None = Field(default=None, ge=1)
+    tpm: int | None = Field(default=None, ge=1)
+    timeout_s: float = Field(default=120.0, gt=0)
+    params: dict[str, Any] = Field(default_factory=dict)
+    # Optional extras (not in the BRIEF schema): pricing, token data for RL, tool-result rendering.
+    input_cost_per_mtok: float | None = None
+    output_cost_per_mtok: float | None = None
+    logprobs: bool = False
+    tool_result_role: Literal["tool", "user"] | None = None
+    max_retries: int | None = Field(default=None, ge=0)
+
+    @field_validator("model")
+    @classmethod
+    def _model_not_empty(cls, v: str) -> str:
+        if not v.strip():
+            raise ValueError("model must be a litellm model string such as 'openai/gpt-4.1-mini'")
+        return v
+
+    @property
+    def simulated(self) -> bool:
+        return self.model.startswith("sim/")
+
+    @property
+    def endpoint(self) -> str:
+        """A stable name for the endpoint this alias calls, used for limits and the live view."""
+        return self.api_base or self.model.split("/", 1)[0]
+
+
+_OPENAI = {"api_key_env": "OPENAI_API_KEY", "protocol": "native"}
+BUILTIN_ALIASES: dict[str, dict[str, Any]] = {
+    "qwen3-4b": {"model": "hosted_vllm/Qwen/Qwen3-4B", "api_base": "http://localhost:8000/v1",
+                 "protocol": "hermes", "params": {"temperature": 0.6, "max_tokens": 2048}},
+    "arctic-awm-4b": {"model": "hosted_vllm/Snowflake/Arctic-AWM-4B", "api_base": "http://localhost:8000/v1",
+                      "protocol": "awm", "params": {"temperature": 0.6, "max_tokens": 2048}},
+    "gpt-5.1": {"model": "openai/gpt-5.1", **_OPENAI},
+    "gpt-4.1-mini": {"model": "openai/gpt-4.1-mini", **_OPENAI},
+    "o4-mini": {"model": "openai/o4-mini", **_OPENAI},
+    # Offline simulations: reached through litellm like any model, labelled as simulated.
+    "sim/novice": {"model": "sim/novice", "protocol": "native", "max_concurrency": 100000},
+    "sim/oracle": {"model": "sim/oracle", "protocol": "native", "max_concurrency": 100000},
+    "sim/novice-hermes": {"model": "sim/novice", "protocol": "hermes", "max_concurrency": 100000},
+    "sim/novice-awm": {"model": "sim/novice", "protocol": "awm", "max_concurrency": 100000},
+}
+
+
+class ModelRegistry:
+    """Resolves aliases to configs. Unknown aliases fail with the closest known names."""
+
+    def __init__(self, aliases: dict[str, ModelConfig], source: str = "built-in") -> None:
+        self._aliases = aliases
+        self.source = source
+
+    def __contains__(self, alias: str) -> bool:
+        return alias in self._aliases
+
+    def names(self) -> list[str]:
+        return sorted(self._aliases)
+
+    def get(self, alias: str) -> ModelConfig:
+        try:
+            return self._aliases[alias]
+        except KeyError:
+            close = difflib.get_close_matches(alias, self._aliases, n=3)
+            hint = f" Did you mean {', '.join(close)}?" if close else ""
+            raise ConfigError(
+                f"unknown model alias {alias!r}.{hint} Known: {', '.join(self.names())}. "
+                f"Define it under [models.{alias}] in awm.toml (--config)."
+            ) from None
+
+    def with_overrides(self, alias: str, **changes: Any) -> ModelRegistry:
+        """A copy where `alias` has some fields replaced (CLI overrides beat the file)."""
+        base = self.get(alias).model_dump()
+        base.update({k: v for k, v in changes.items() if v is not None})
+        aliases = dict(self._aliases)
+        aliases[alias] = _validated(alias, base, "command line")
+        return ModelRegistry(aliases, self.source)
+
+
+def _validated(alias: str, fields: dict[str, Any], where: str) -> ModelConfig:
+    try:
+        return ModelConfig(**{**fields, "alias": alias})
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = ".".join(str(p) for p in err["loc"]) or "model"
+        raise ConfigError(f"{where}: [models.{alias}] {loc}: {err['msg']}") from None
+
+
+def load_registry(path: Path | None = None) -> ModelRegistry:
+    """Built-in aliases, overlaid by `[models.*]` tables from `path` when given."""
+    aliases = {name: _validated(name, dict(spec), "built-in aliases") for name, spec in BUILTIN_ALIASES.items()}
+    if path is None:
+        return ModelRegistry(aliases)
+    data = load_toml(path)
+    models = data.get("models", {})
+    if not isinstance(models, dict):
+        raise ConfigError(f"{path}: [models] must be a table of aliases")
+    for name, spec in models.items():
+        if not isinstance(spec, dict):
+            raise ConfigError(f"{path}: [models.{name}] must be a table")
+        base = aliases[name].model_dump(exclude={"alias"}) if name in aliases else {}
+        aliases[name] = _validated(name, {**base, **spec}, str(path))
+    return ModelRegistry(aliases, str(path))
+
+
+def load_toml(path: Path) -> dict[str, Any]:
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"config file {str(path)!r} not found")
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from None

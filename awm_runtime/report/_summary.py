@@ -1,0 +1,107 @@
+"""Streaming run statistics per arm: built record by record, never holding the run in memory."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from awm_runtime._types import EpisodeRecord
+
+
+@dataclass(slots=True)
+class ArmStats:
+    arm: str
+    policy: dict[str, Any] = field(default_factory=dict)
+    expert: dict[str, Any] | None = None
+    episodes: int = 0
+    outcomes: Counter[str] = field(default_factory=Counter)
+    verdicts: Counter[str] = field(default_factory=Counter)
+    format_errors: Counter[str] = field(default_factory=Counter)
+    episodes_with_format_errors: int = 0
+    ask_styles: Counter[str] = field(default_factory=Counter)
+    expert_calls: int = 0
+    nudges: int = 0
+    nudges_followed: int = 0
+    turns: int = 0
+    reward_sum: float = 0.0
+    tokens: Counter[str] = field(default_factory=Counter)
+    cost_usd: float = 0.0
+    error_classes: Counter[str] = field(default_factory=Counter)
+
+    def add(self, r: dict[str, Any]) -> None:
+        self.policy = r["policy"]
+        self.expert = r.get("expert")
+        self.episodes += 1
+        self.outcomes[r["outcome"]] += 1
+        self.verdicts[r["verdict"]] += 1
+        fe = r.get("format_errors") or {}
+        self.format_errors.update(fe)
+        self.episodes_with_format_errors += bool(sum(fe.values()))
+        self.ask_styles[r.get("ask_style", "solo")] += 1
+        self.expert_calls += r.get("expert_calls", 0)
+        self.nudges += r.get("nudges", 0)
+        self.nudges_followed += sum(1 for n in r.get("nudge_log") or () if n.get("followed_by_ask"))
+        self.turns += r.get("turns", 0)
+        self.reward_sum += float(r.get("reward", 0.0))
+        for role, u in (r.get("usage") or {}).items():
+            self.tokens[f"{role}_prompt"] += u.get("prompt_tokens", 0)
+            self.tokens[f"{role}_completion"] += u.get("completion_tokens", 0)
+            self.cost_usd += u.get("cost_usd", 0.0)
+        if r.get("error"):
+            self.error_classes[r["error"].get("class", "?")] += 1
+
+    @property
+    def scored(self) -> int:
+        """Episodes the agent is accountable for: infrastructure errors are excluded."""
+        return self.episodes - self.outcomes["error"]
+
+    @property
+    def completion_rate(self) -> float:
+        return self.outcomes["complete"] / self.scored if self.scored else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        n = max(self.episodes, 1)
+        return {
+            "arm": self.arm, "policy": self.policy, "expert": self.expert, "episodes": self.episodes,
+            "scored_episodes": self.scored, "completion_rate": round(self.completion_rate, 4),
+            "outcomes": dict(self.outcomes), "verdicts": dict(self.verdicts),
+            "format_errors": dict(self.format_errors), "format_error_total": sum(self.format_errors.values()),
+            "episodes_with_format_errors": self.episodes_with_format_errors,
+            "format_error_rate": round(self.episodes_with_format_errors / n, 4),
+            "ask_styles": dict(self.ask_styles), "expert_calls": self.expert_calls, "nudges": self.nudges,
+            "nudges_followed_by_ask": self.nudges_followed, "mean_turns": round(self.turns / n, 3),
+            "mean_reward": round(self.reward_sum / n, 4), "tokens": dict(self.tokens),
+            "cost_usd": round(self.cost_usd, 6), "error_classes": dict(self.error_classes),
+            "simulated": bool(self.policy.get("simulated")),
+        }
+
+
+class RunStats:
+    """Per-arm aggregates, fed with record dicts (live or read back from episodes.jsonl)."""
+
+    def __init__(self) -> None:
+        self.arms: dict[str, ArmStats] = {}
+
+    def add(self, record: EpisodeRecord | dict[str, Any]) -> None:
+        r = record if isinstance(record, dict) else summary_fields(record)
+        self.arms.setdefault(r["arm"], ArmStats(r["arm"])).add(r)
+
+    @property
+    def episodes(self) -> int:
+        return sum(a.episodes for a in self.arms.values())
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"episodes": self.episodes, "arms": {name: a.to_dict() for name, a in self.arms.items()}}
+
+
+def summary_fields(record: EpisodeRecord) -> dict[str, Any]:
+    """The record's fields a summary needs, without dumping its messages."""
+    return {
+        "arm": record.arm, "policy": record.policy.model_dump(), "expert": record.expert.model_dump()
+        if record.expert else None, "outcome": record.outcome, "verdict": record.verdict,
+        "format_errors": record.format_errors, "ask_style": record.ask_style, "expert_calls": record.expert_calls,
+        "nudges": record.nudges, "nudge_log": [n.model_dump() for n in record.nudge_log], "turns": record.turns,
+        "reward": record.reward, "usage": {k: v.model_dump() for k, v in record.usage.items()},
+        "error": record.error.model_dump(by_alias=True) if record.error else None,
+    }

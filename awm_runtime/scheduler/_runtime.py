@@ -1,0 +1,246 @@
+"""Runtime: prepares a run (worlds, models, arms), then streams its episodes through N workers.
+
+Each episode is isolated: any failure becomes that episode's record; siblings keep running.
+Records are appended to episodes.jsonl as they finish, and statistics are kept as running
+aggregates, so memory stays flat however long the run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import platform
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+from awm_runtime._build import BuildContext, build_expert, build_nudges, build_policy, build_shaper
+from awm_runtime._config import RunConfig
+from awm_runtime._errors import AwmError, ConfigError
+from awm_runtime._events import EpisodeEnded
+from awm_runtime._protocols import Sink
+from awm_runtime._types import EpisodeRecord, EpisodeSpec, ErrorInfo, Task
+from awm_runtime.episode import EpisodeLimits, ExpertBudget, Harness, run_episode
+from awm_runtime.logs import (
+    EVENTS,
+    MANIFEST,
+    SUMMARY,
+    EventLogSink,
+    RunDirWriter,
+    completed_keys,
+    configure_logging,
+    iter_records,
+    record_line,
+    repair_tail,
+)
+from awm_runtime.models import load_registry
+from awm_runtime.models._preflight import preflight
+from awm_runtime.report import RunStats
+from awm_runtime.scheduler._plan import plan_episodes, select_tasks
+from awm_runtime.worlds import AwmWorld, load_split, load_worlds
+
+log = structlog.get_logger("awm_runtime.scheduler")
+
+
+@dataclass(slots=True)
+class RunResult:
+    run_id: str
+    out: Path
+    summary: dict[str, Any]
+    planned: int
+    ran: int
+    skipped: int
+
+
+Finalize = Callable[[list[EpisodeRecord]], list[EpisodeRecord]]
+
+
+@dataclass(slots=True)
+class Unit:
+    """Episodes that finish together: one episode, or a GRPO group whose records are finalised
+    (e.g. advantages written) before any of them is appended to episodes.jsonl."""
+
+    specs: list[EpisodeSpec]
+    finalize: Finalize | None = None
+
+    @property
+    def keys(self) -> list[tuple[str, str, int, int]]:
+        return [s.key for s in self.specs]
+
+
+@dataclass(slots=True)
+class PreparedRun:
+    config: RunConfig
+    world: AwmWorld
+    tasks: list[Task]
+    harnesses: dict[str, Harness]
+    ctx: BuildContext
+    secrets: list[str] = field(default_factory=list)
+
+    @property
+    def planned(self) -> int:
+        return len(self.tasks) * len(self.harnesses) * self.config.repeats
+
+    def specs(self) -> Iterator[EpisodeSpec]:
+        return plan_episodes(self.tasks, self.config.arm_list(), repeats=self.config.repeats, seed=self.config.seed)
+
+    def units(self) -> Iterator[Unit]:
+        """The run as units; without groups, every episode is its own unit."""
+        return (Unit([spec]) for spec in self.specs())
+
+
+def _versions() -> dict[str, str]:
+    out = {"python": platform.python_version()}
+    for dist in ("awm-runtime", "litellm", "openai", "httpx", "pydantic", "structlog", "fastapi", "sqlalchemy"):
+        try:
+            out[dist] = version(dist)
+        except PackageNotFoundError:
+            out[dist] = "not installed"
+    return out
+
+
+async def prepare(config: RunConfig) -> PreparedRun:
+    """Resolve everything a run needs and check it, so bad input fails before any episode."""
+    registry = load_registry(config.config_path)
+    world = load_worlds(config.worlds, solutions=config.solutions)
+    split = None if config.split == "all" else load_split(world)[config.split]
+    tasks = select_tasks(world.tasks(), scenarios=config.scenarios, task_spec=config.tasks, split=split)
+    if not tasks:
+        raise ConfigError(f"no tasks match --scenarios {config.scenarios!r} --tasks {config.tasks!r} "
+                          f"--split {config.split} in {world.name} ({len(world.tasks())} tasks loaded)")
+    ctx = BuildContext(registry=registry, world=world, options={"tool_result_chars": config.tool_result_chars})
+    harnesses: dict[str, Harness] = {}
+    for arm in config.arm_list():
+        c = config.for_arm(arm)
+        harnesses[arm.name] = Harness(
+            policy=build_policy(c.policy, ctx),
+            expert=build_expert(c.expert, ctx),
+            nudges=build_nudges(c.nudges),
+            shaper=build_shaper(c.reward),
+            limits=EpisodeLimits(
+                max_turns=c.max_turns, timeout_s=c.episode_timeout_s, on_format_error=c.on_format_error,
+                expert_budget=ExpertBudget(calls=c.expert_calls, tokens=c.expert_tokens, usd=c.expert_usd)),
+        )
+    roles = [(role, client.config) for (role, _alias), client in ctx.clients.items()]
+    await preflight(roles)
+    secrets = [s for _, cfg in roles if cfg.api_key_env and (s := os.environ.get(cfg.api_key_env, ""))]
+    return PreparedRun(config, world, tasks, harnesses, ctx, secrets)
+
+
+def _out_dir(config: RunConfig, run_id: str) -> Path:
+    if config.out is not None:
+        out = Path(config.out)
+    else:
+        out = Path("runs") / f"{datetime.now(UTC):%Y%m%d-%H%M%S}-{run_id[:6]}"
+    has_records = (out / "episodes.jsonl").is_file() and (out / "episodes.jsonl").stat().st_size > 0
+    if config.resume and not (out / MANIFEST).is_file():
+        raise ConfigError(f"--resume: {out} holds no run to resume (no {MANIFEST}); pass the --out of the killed run")
+    if has_records and not config.resume:
+        raise ConfigError(f"{out} already holds a run; pass --resume to continue it, or choose another --out")
+    return out
+
+
+async def run(config: RunConfig, *, sinks: Sequence[Sink] = (), prepared: PreparedRun | None = None,
+              on_start: Callable[[int, int], None] | None = None) -> RunResult:
+    """Run every planned episode not already recorded; return the run's summary."""
+    prep = prepared or await prepare(config)
+    run_id = uuid.uuid4().hex
+    out = _out_dir(config, run_id)
+    writer = RunDirWriter(out)
+    stats = RunStats()
+    done: set[tuple[str, str, int, int]] = set()
+    if config.resume:
+        repair_tail(out)
+        done = completed_keys(out)
+        for r in iter_records(out):
+            stats.add(r)
+    units = [u for u in prep.units() if not all(k in done for k in u.keys)]
+    to_run = sum(len(u.specs) for u in units)
+    if on_start:
+        on_start(prep.planned, len(done))
+    events = (out / EVENTS).open("a", encoding="utf-8", buffering=1 << 16)
+    configure_logging(events, secrets=prep.secrets)
+    writer.write_json(MANIFEST, {
+        "run_id": run_id, "resumed": config.resume, "started_at": datetime.now(UTC).isoformat(),
+        "config": config.model_dump(mode="json"), "versions": _versions(), "seed": config.seed,
+        "argv": sys.argv, "worlds": prep.world.name, "planned_episodes": prep.planned,
+        "arms": {n: {"policy": h.policy.ref.model_dump(), "expert": h.expert.ref.model_dump() if h.expert else None}
+                 for n, h in prep.harnesses.items()},
+    })
+    all_sinks: list[Sink] = [EventLogSink(), *sinks]
+    tasks_by_key = {t.key: t for t in prep.tasks}
+    log.info("run_started", run_id=run_id, planned=prep.planned, already_done=len(done), to_run=to_run,
+             concurrency=config.concurrency, out=str(out))
+    started = time.perf_counter()
+    queue = iter(units)
+    slots = asyncio.Semaphore(config.concurrency)
+
+    async def episode(spec: EpisodeSpec) -> EpisodeRecord:
+        async with slots:
+            return await _one(spec, tasks_by_key[(spec.scenario, spec.task_idx)], prep, all_sinks, run_id)
+
+    async def worker() -> None:
+        for unit in queue:
+            records = list(await asyncio.gather(*(episode(s) for s in unit.specs)))
+            if unit.finalize is not None:
+                records = unit.finalize(records)
+            lines = b"".join(record_line(r) for r in records)
+            await asyncio.shield(asyncio.to_thread(writer.append, lines))
+            for record in records:
+                stats.add(record)
+
+    try:
+        async with asyncio.TaskGroup() as tg:
+            for _ in range(min(config.concurrency, len(units))):
+                tg.create_task(worker())
+    finally:
+        summary = {"run_id": run_id, "out": str(out), "wall_s": round(time.perf_counter() - started, 3),
+                   **stats.to_dict()}
+        writer.write_json(SUMMARY, summary)
+        log.info("run_finished", run_id=run_id, episodes=stats.episodes, wall_s=summary["wall_s"])
+        writer.close()
+        events.flush()
+        events.close()
+        prep.world.close()
+    return RunResult(run_id, out, summary, prep.planned, to_run, len(done))
+
+
+async def _one(spec: EpisodeSpec, task: Task, prep: PreparedRun, sinks: Sequence[Sink], run_id: str) -> EpisodeRecord:
+    """The capture site: whatever happens, one record comes back."""
+    harness = prep.harnesses[spec.arm]
+    episode_id = uuid.uuid4().hex[:16]
+    try:
+        session = await prep.world.open(task, episode_id=episode_id)
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:
+        record = error_record(spec, task, harness, exc, episode_id=episode_id, run_id=run_id)
+        for sink in sinks:
+            sink.emit(EpisodeEnded(episode_id, record))
+        return record
+    try:
+        return await run_episode(spec, task, session, harness, sinks=sinks, run_id=run_id, episode_id=episode_id)
+    finally:
+        await asyncio.shield(session.close())
+
+
+def error_record(spec: EpisodeSpec, task: Task, harness: Harness, exc: BaseException, *, episode_id: str,
+                 run_id: str) -> EpisodeRecord:
+    """A record for an episode that could not start (e.g. its world failed to load)."""
+    cls = exc.error_class if isinstance(exc, AwmError) else f"Unexpected.{type(exc).__name__}"
+    record = EpisodeRecord(
+        episode_id=episode_id, run_id=run_id, arm=spec.arm, scenario=spec.scenario, task_idx=spec.task_idx,
+        repeat=spec.repeat, seed=spec.seed, task=task.text, policy=harness.policy.ref,
+        expert=harness.expert.ref if harness.expert else None, outcome="error", verdict="not_run",
+        error=ErrorInfo(error_class=cls, message=str(exc)), group_id=spec.group_id,
+    )
+    record.reward, record.reward_components = harness.shaper.shape(record)
+    return record

@@ -1,0 +1,58 @@
+"""Worlds: AWM-format datasets loaded, built, served as tools and verified."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from awm_runtime.worlds._format import Dataset, LoadProblem, Scenario, Solution, iter_solutions, load_dataset
+from awm_runtime.worlds._names import normalize_scenario
+from awm_runtime.worlds._pack import make_split, pack_sources
+from awm_runtime.worlds._world import AwmSession, AwmWorld
+
+BUILTIN_DATA = Path(__file__).parent / "builtin" / "data"
+BUILTIN_SOURCES = Path(__file__).parent / "builtin" / "src"
+
+
+def resolve_worlds_dir(spec: str | Path) -> Path:
+    """`builtin` names the worlds shipped in the package; anything else is a directory."""
+    return BUILTIN_DATA if str(spec) == "builtin" else Path(spec).expanduser()
+
+
+def load_worlds(spec: str | Path = "builtin", *, solutions: Path | None = None) -> AwmWorld:
+    """Load an AWM-format directory (or the built-in worlds) as a World."""
+    root = resolve_worlds_dir(spec)
+    dataset = load_dataset(root)
+    if solutions is not None:
+        for sid, idx, sol in iter_solutions(solutions, dataset.problems):
+            if sid in dataset.scenarios:
+                dataset.scenarios[sid].solutions[idx] = sol
+    return AwmWorld(dataset, name="builtin" if str(spec) == "builtin" else root.name)
+
+
+def load_split(world: AwmWorld) -> dict[str, set[tuple[str, int]]]:
+    """The dataset's pinned split (split.json), or the same seeded rule computed on the fly."""
+    path = world.dataset.root / "split.json"
+    if path.is_file():
+        data = json.loads(path.read_text(encoding="utf-8"))
+    else:
+        data = make_split([t.key for t in world.tasks()])
+    return {name: {(s, int(i)) for s, i in data[name]} for name in ("train", "test")}
+
+
+__all__ = [
+    "BUILTIN_DATA",
+    "BUILTIN_SOURCES",
+    "AwmSession",
+    "AwmWorld",
+    "Dataset",
+    "LoadProblem",
+    "Scenario",
+    "Solution",
+    "load_dataset",
+    "load_split",
+    "load_worlds",
+    "normalize_scenario",
+    "pack_sources",
+    "resolve_worlds_dir",
+]

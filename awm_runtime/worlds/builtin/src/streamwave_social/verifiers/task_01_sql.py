@@ -1,0 +1,17 @@
+def verify_task(initial_db_path: str, final_db_path: str, final_answer: str | None = None) -> dict:
+    import sqlite3
+
+    def rows(path, sql, params=()):
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        conn.row_factory = sqlite3.Row
+        try:
+            return [dict(r) for r in conn.execute(sql, params).fetchall()]
+        finally:
+            conn.close()
+
+    sql = "SELECT v.id, v.title, v.visibility, v.status FROM videos v JOIN channels c ON c.id = v.channel_id WHERE c.owner_user_id = 1 ORDER BY v.id"
+    return {
+        "my_videos_before": rows(initial_db_path, sql),
+        "my_videos_after": rows(final_db_path, sql),
+        "final_answer": final_answer,
+    }

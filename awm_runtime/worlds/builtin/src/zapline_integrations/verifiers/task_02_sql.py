@@ -1,0 +1,17 @@
+def verify_task(initial_db_path: str, final_db_path: str, final_answer: str | None = None) -> dict:
+    import sqlite3
+
+    def rows(path, sql, params=()):
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        conn.row_factory = sqlite3.Row
+        out = [dict(r) for r in conn.execute(sql, params).fetchall()]
+        conn.close()
+        return out
+
+    q = "SELECT id, workspace_id, app_id, label, status FROM connections ORDER BY id"
+    return {
+        "connections_before": rows(initial_db_path, q),
+        "connections_after": rows(final_db_path, q),
+        "zap_statuses_after": rows(final_db_path, "SELECT id, name, status FROM zaps ORDER BY id"),
+        "final_answer": final_answer,
+    }

@@ -1,0 +1,160 @@
+"""The episode loop: actions, format errors, experts, budgets, nudges, failures and timeouts."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from typing import Any
+
+from awm_runtime import EpisodeSpec, Harness, Malformed, run_episode
+from awm_runtime.episode import EpisodeLimits, ExpertBudget
+from awm_runtime.nudges import OnError, OnStall
+from awm_runtime.rewards import awm, try_first
+from experts import OracleExpert
+from tests.conftest import ScriptedPolicy, task_of
+
+RIGHT = [("create_note", {"title": "Groceries", "body": "milk, eggs"}), ""]
+
+
+class CollectSink:
+    def __init__(self) -> None:
+        self.events: list[Any] = []
+
+    def emit(self, event: Any) -> None:
+        self.events.append(event)
+
+
+async def play(world: Any, idx: int, policy: Any, **harness: Any) -> Any:
+    task = task_of(world, idx)
+    session = await world.open(task, episode_id=uuid.uuid4().hex)
+    sink = harness.pop("sink", None)
+    try:
+        h = Harness(policy=policy, shaper=harness.pop("shaper", awm()), **harness)
+        return await run_episode(EpisodeSpec(scenario=task.scenario, task_idx=idx), task, session, h,
+                                 sinks=[sink] if sink else [])
+    finally:
+        await session.close()
+
+
+async def test_right_calls_complete_and_are_verified(tiny_world: Any) -> None:
+    sink = CollectSink()
+    record = await play(tiny_world, 0, ScriptedPolicy(RIGHT), sink=sink)
+    assert record.outcome == "complete" and record.verdict == "complete"
+    assert record.reward == 1.0 and record.turns == 2 and record.tool_calls == 1
+    assert [m.source for m in record.messages] == ["system", "policy", "world", "policy"]
+    assert sink.events[0].name == "episode_started"
+    assert sink.events[-1].name == "episode_ended" and sink.events[-1].record is record
+
+
+async def test_noop_final_answer_is_incomplete(tiny_world: Any) -> None:
+    record = await play(tiny_world, 0, ScriptedPolicy(["done"]))
+    assert record.outcome == "incomplete" and record.verdict == "others" and record.reward == 0.1
+
+
+async def test_format_error_is_fed_back_and_counted(tiny_world: Any) -> None:
+    script = [Malformed("invalid_json", "bad"), *RIGHT]
+    record = await play(tiny_world, 0, ScriptedPolicy(script))
+    assert record.outcome == "complete"
+    assert record.format_errors == {"invalid_json": 1}
+    feedback = record.messages[2]
+    assert feedback.source == "system" and "invalid_json" in (feedback.content or "")
+    bad_replies = sum(1 for m in record.messages if m.source == "policy" and m.format_error)
+    assert bad_replies == sum(record.format_errors.values())
+
+
+async def test_format_error_can_end_the_rollout_at_minus_one(tiny_world: Any) -> None:
+    limits = EpisodeLimits(on_format_error="end")
+    record = await play(tiny_world, 0, ScriptedPolicy([Malformed("unclosed_tag", "x"), *RIGHT]), limits=limits)
+    assert record.outcome == "format_error" and record.reward == -1.0 and record.verdict == "not_run"
+
+
+async def test_turn_limit_still_verifies(tiny_world: Any) -> None:
+    script = [("create_note", {"title": "Groceries", "body": "milk, eggs"}), ("list_notes", {})]
+    record = await play(tiny_world, 0, ScriptedPolicy(script), limits=EpisodeLimits(max_turns=3))
+    assert record.turns == 3 and record.final_answer == "" and record.outcome == "complete"
+
+
+async def test_tool_error_counts_and_nudges_then_ask_recovers(tiny_world: Any) -> None:
+    expert = OracleExpert(tiny_world.solution)
+    script = [("delete_note", {"note_id": 999}), ("ask_expert", {"question": "help"}),
+              ("list_notes", {"title": "Old"}), ("delete_note", {"note_id": 1}), ""]
+    record = await play(tiny_world, 1, ScriptedPolicy(script), expert=expert, nudges=[OnError()],
+                        shaper=try_first())
+    assert record.tool_errors == 1 and record.expert_calls == 1 and record.nudges == 1
+    assert record.nudge_log[0].followed_by_ask is True
+    assert record.ask_style == "recovery" and record.outcome == "complete" and record.reward == 1.3
+    sources = [m.source for m in record.messages]
+    assert "nudge" in sources and "expert" in sources
+    assert record.expert_answers[0].answered_by == "oracle"
+
+
+async def test_blind_ask_is_classified_blind(tiny_world: Any) -> None:
+    expert = OracleExpert(tiny_world.solution)
+    script = [("ask_expert", {"question": "how?"}), *RIGHT]
+    record = await play(tiny_world, 0, ScriptedPolicy(script), expert=expert, shaper=try_first())
+    assert record.ask_style == "blind" and record.reward == 0.8
+
+
+async def test_expert_budget_holds(tiny_world: Any) -> None:
+    expert = OracleExpert(tiny_world.solution)
+    script = [("ask_expert", {"question": "?"})] * 4 + RIGHT
+    limits = EpisodeLimits(expert_budget=ExpertBudget(calls=2))
+    record = await play(tiny_world, 0, ScriptedPolicy(script), expert=expert, limits=limits)
+    assert record.expert_calls == 2
+    denied = [m for m in record.messages if m.source == "system" and "No expert help is left" in (m.content or "")]
+    assert len(denied) == 2
+
+
+async def test_ask_expert_without_expert_never_reaches_world(tiny_world: Any) -> None:
+    record = await play(tiny_world, 0, ScriptedPolicy([("ask_expert", {"question": "?"}), *RIGHT]))
+    # No expert: the call goes to the world, which has no such tool -> an error result, not an advice.
+    assert record.expert_calls == 0 and record.tool_errors == 1
+
+
+async def test_stall_nudge_only_with_expert(tiny_world: Any) -> None:
+    script = [("list_notes", {})] * 6 + [""]
+    solo = await play(tiny_world, 2, ScriptedPolicy(script), nudges=[OnStall(after=5)])
+    assert solo.nudges == 0
+    helped = await play(tiny_world, 2, ScriptedPolicy(script), nudges=[OnStall(after=5)],
+                        expert=OracleExpert(tiny_world.solution))
+    assert helped.nudges == 1 and helped.nudge_log[0].turn == 5
+
+
+async def test_policy_crash_is_a_record_not_an_exception(tiny_world: Any) -> None:
+    record = await play(tiny_world, 0, ScriptedPolicy(RIGHT, raise_at=1))
+    assert record.outcome == "error" and record.error is not None
+    assert record.error.error_class == "Unexpected.RuntimeError" and record.reward == 0.0
+    assert record.turns == 1  # the transcript so far is kept
+
+
+async def test_one_failure_among_eight_concurrent_episodes(tiny_world: Any) -> None:
+    policies = [ScriptedPolicy(RIGHT, raise_at=0 if i == 3 else None) for i in range(8)]
+    records = await asyncio.gather(*(play(tiny_world, 0, p) for p in policies))
+    assert len(records) == 8
+    assert sum(r.outcome == "error" for r in records) == 1
+    assert sum(r.outcome == "complete" for r in records) == 7
+
+
+async def test_episode_timeout_is_an_infrastructure_error(tiny_world: Any) -> None:
+    class Slow(ScriptedPolicy):
+        async def act(self, *args: Any, **kwargs: Any) -> Any:
+            await asyncio.sleep(5)
+
+    record = await play(tiny_world, 0, Slow(RIGHT), limits=EpisodeLimits(timeout_s=0.2))
+    assert record.outcome == "error" and record.error and record.error.error_class == "EpisodeTimeout"
+
+
+async def test_cancellation_propagates(tiny_world: Any) -> None:
+    class Slow(ScriptedPolicy):
+        async def act(self, *args: Any, **kwargs: Any) -> Any:
+            await asyncio.sleep(5)
+
+    task = asyncio.create_task(play(tiny_world, 0, Slow(RIGHT)))
+    await asyncio.sleep(0.1)
+    task.cancel()
+    try:
+        await task
+    except asyncio.CancelledError:
+        pass
+    else:  # pragma: no cover
+        raise AssertionError("cancellation was swallowed")

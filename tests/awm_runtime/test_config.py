@@ -1,0 +1,46 @@
+"""Run configuration: layering, arms, and one-line errors."""
+
+from __future__ import annotations
+
+import pytest
+
+from awm_runtime import ConfigError, build_run_config
+from awm_runtime._config import parse_arm
+
+
+def test_precedence_cli_over_file_over_env_over_defaults() -> None:
+    env = {"AWM_CONCURRENCY": "7", "AWM_POLICY": "gpt-5.1", "AWM_REPEATS": "3"}
+    file = {"concurrency": 9, "policy": "qwen3-4b"}
+    cfg = build_run_config({"concurrency": 11, "policy": None}, file, env)
+    assert cfg.concurrency == 11 and cfg.policy == "qwen3-4b" and cfg.repeats == 3 and cfg.max_turns == 20
+
+
+def test_expert_none_means_disabled_and_missing_means_default() -> None:
+    assert build_run_config({}, env={}).expert == "sim/oracle"
+    assert build_run_config({"expert": "none"}, env={}).expert == "none"
+
+
+def test_bad_values_name_the_flag() -> None:
+    with pytest.raises(ConfigError, match="--concurrency"):
+        build_run_config({"concurrency": 0}, env={})
+    with pytest.raises(ConfigError, match="--split"):
+        build_run_config({"split": "dev"}, env={})
+
+
+def test_arms_parse_and_override() -> None:
+    cfg = build_run_config({"arms": ["solo:expert=none", "asked:expert=sim/oracle,max_turns=9,nudges=on_error"]},
+                           env={})
+    solo, asked = cfg.arm_list()
+    assert cfg.for_arm(solo).expert == "none"
+    assert cfg.for_arm(asked).max_turns == 9 and cfg.for_arm(asked).nudges == ("on_error",)
+
+
+@pytest.mark.parametrize("bad", ["", "a b:x=1", "a:colour=red", "a:max_turns=zero", "a:policy"])
+def test_bad_arms_are_config_errors(bad: str) -> None:
+    with pytest.raises(ConfigError, match="--arm"):
+        parse_arm(bad)
+
+
+def test_duplicate_arm_names_rejected() -> None:
+    with pytest.raises(ConfigError, match="unique"):
+        build_run_config({"arms": ["a:expert=none", "a:expert=oracle"]}, env={})

@@ -1,0 +1,21 @@
+"""The public surface: a sorted __all__ of exactly the public names, and no heavy imports."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import awm_runtime
+
+
+def test_all_is_sorted_and_complete() -> None:
+    public = {n for n in dir(awm_runtime) if not n.startswith("_")}
+    modules = {"episode", "logs", "models", "nudges", "report", "rewards", "scheduler", "worlds", "cli"}
+    assert sorted(awm_runtime.__all__) == awm_runtime.__all__
+    assert set(awm_runtime.__all__) == public - modules
+
+
+def test_import_does_not_pull_heavy_sdks() -> None:
+    code = "import sys, awm_runtime; print(sorted(m for m in ('litellm', 'fastapi', 'openai') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

@@ -1,0 +1,76 @@
+"""The AWM loader: normalised joins, first-wins verifiers, missing verifiers and broken rows."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from awm_runtime import ConfigError
+from awm_runtime.worlds import load_dataset, normalize_scenario
+
+
+@pytest.mark.parametrize(("raw", "norm"), [
+    ("SurveyMonkey Apply", "surveymonkey_apply"),
+    ("  DocuSign: e-Signature / Workflow  ", "docusign_e_signature_workflow"),
+    ("__a__b__", "a_b"),
+    ("Caf\u00e9 2.0", "caf_2_0"),
+])
+def test_normalize(raw: str, norm: str) -> None:
+    assert normalize_scenario(raw) == norm
+
+
+def _rewrite(path: Path, rows: list[dict]) -> None:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def _rows(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+@pytest.fixture
+def copy(tiny_dir: Path, tmp_path: Path) -> Path:
+    dst = tmp_path / "ds"
+    shutil.copytree(tiny_dir, dst)
+    return dst
+
+
+def test_joins_on_normalised_name(copy: Path) -> None:
+    rows = _rows(copy / "gen_tasks.jsonl")
+    rows[0]["scenario"] = "tiny-NOTES"  # a different spelling of the same scenario
+    _rewrite(copy / "gen_tasks.jsonl", rows)
+    ds = load_dataset(copy)
+    assert ds.scenarios["tiny_notes"].tasks and not ds.problems
+
+
+def test_first_verifier_row_wins_and_missing_is_reported(copy: Path) -> None:
+    rows = _rows(copy / "gen_verifier.pure_code.jsonl")
+    dup = dict(rows[0], verification={"code": "def verify_x():\n    return {}"})
+    rows = [rows[0], dup, rows[1]]  # task 2 loses its verifier; task 0 has a later duplicate
+    _rewrite(copy / "gen_verifier.pure_code.jsonl", rows)
+    (copy / "gen_verifier.jsonl").unlink()
+    ds = load_dataset(copy)
+    sc = ds.scenarios["tiny_notes"]
+    assert "verify_task_completion" in sc.code_verifiers[0].code
+    assert [str(p) for p in ds.problems if p.task_idx == 2]
+    assert "no verifier" in str(ds.problems[0])
+
+
+def test_broken_rows_are_reported_not_fatal(copy: Path) -> None:
+    with (copy / "gen_tasks.jsonl").open("a") as fh:
+        fh.write("{not json\n")
+        fh.write(json.dumps({"scenario": "ghost", "tasks": ["x"]}) + "\n")
+    ds = load_dataset(copy)
+    messages = [str(p) for p in ds.problems]
+    assert any("gen_tasks.jsonl:2" in m and "not valid JSON" in m for m in messages)
+    assert any("ghost" in m and "not in gen_scenario" in m for m in messages)
+    assert ds.scenarios["tiny_notes"].runnable
+
+
+def test_missing_directory_or_files_is_a_config_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="does not exist"):
+        load_dataset(tmp_path / "nope")
+    with pytest.raises(ConfigError, match=r"missing gen_scenario\.jsonl"):
+        load_dataset(tmp_path)

@@ -1,0 +1,82 @@
+"""Shared fixtures: a tiny packed world, and scripted plug-ins that implement the protocols."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from awm_runtime import (
+    CallTool,
+    FinalAnswer,
+    Malformed,
+    Message,
+    ModelRef,
+    PolicyTurn,
+    Task,
+    ToolCall,
+    ToolSpec,
+    Usage,
+)
+from awm_runtime.worlds import AwmWorld, load_worlds, pack_sources
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+@pytest.fixture(scope="session")
+def tiny_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The tiny_notes fixture, packed into AWM JSONL files once per session."""
+    out = tmp_path_factory.mktemp("tiny_packed")
+    pack_sources(FIXTURES / "tiny_src", out)
+    return out
+
+
+@pytest.fixture
+async def tiny_world(tiny_dir: Path) -> Any:
+    world = load_worlds(tiny_dir)
+    yield world
+    world.close()
+
+
+def task_of(world: AwmWorld, idx: int) -> Task:
+    return next(t for t in world.tasks() if t.task_idx == idx)
+
+
+class ScriptedPolicy:
+    """A Policy that replays a fixed list of actions, for loop tests. Not a mock: a real plug-in."""
+
+    def __init__(self, script: Sequence[Any], *, raise_at: int | None = None) -> None:
+        self.script = list(script)
+        self.raise_at = raise_at
+        self.calls = 0
+
+    @property
+    def ref(self) -> ModelRef:
+        return ModelRef(alias="scripted", model="test/scripted")
+
+    def begin(self, task: Task, tools: Sequence[ToolSpec]) -> list[Message]:
+        return [Message(role="user", content=task.text, source="system")]
+
+    async def act(self, messages: Sequence[Message], tools: Sequence[ToolSpec], *, seed: int = 0) -> PolicyTurn:
+        if self.raise_at is not None and self.calls == self.raise_at:
+            raise RuntimeError("policy exploded")
+        step = self.script[min(self.calls, len(self.script) - 1)]
+        self.calls += 1
+        if isinstance(step, str):
+            action: Any = FinalAnswer(step)
+            content = step
+        elif isinstance(step, Malformed):
+            action, content = step, "garbage"
+        else:
+            name, args = step
+            action = CallTool(ToolCall(id=f"c{self.calls}", name=name, arguments=args))
+            content = json.dumps({"name": name, "arguments": args})
+        msg = Message(role="assistant", content=content, source="policy",
+                      format_error=action.kind if isinstance(action, Malformed) else None)
+        return PolicyTurn(message=msg, action=action, usage=Usage(calls=1, prompt_tokens=10, completion_tokens=5))
+
+    def observe(self, turn: PolicyTurn, text: str, source: Any) -> list[Message]:
+        return [Message(role="user", content=text, source=source)]
