@@ -12,8 +12,22 @@ RETRYABLE: frozenset[str] = frozenset({"rate_limit", "server", "timeout", "conne
 _KEYLIKE = re.compile(r"(sk-[A-Za-z0-9_\-]{8,}|Bearer\s+[A-Za-z0-9._\-]{8,})")
 
 
+def _caused_by_our_environment(exc: BaseException) -> bool:
+    """litellm wraps local bugs (e.g. a missing module) as connection errors; retrying cannot help."""
+    seen: set[int] = set()
+    node: BaseException | None = exc
+    while node is not None and id(node) not in seen:
+        seen.add(id(node))
+        if isinstance(node, ImportError):
+            return True
+        node = node.__cause__ or node.__context__
+    return "No module named" in str(exc)
+
+
 def classify(exc: BaseException) -> ModelErrorKind:
     """The error class of a failed call; order matters (context overflow is a BadRequest)."""
+    if _caused_by_our_environment(exc):
+        return "fatal"
     ll = litellm()
     checks: list[tuple[Any, ModelErrorKind]] = [
         (ll.ContextWindowExceededError, "context"),
