@@ -12,6 +12,7 @@ from typing import Any
 from awm_runtime._errors import ModelError
 from awm_runtime._types import Usage
 from awm_runtime.models._exceptions import RETRYABLE, retry_after_s, to_model_error
+from awm_runtime.models._limits import limiter_for
 from awm_runtime.models._litellm import litellm
 from awm_runtime.models._registry import ModelConfig
 
@@ -39,7 +40,7 @@ class ModelClient:
     def __init__(self, config: ModelConfig, role: str) -> None:
         self.config = config
         self.role = role
-        self._limit = asyncio.Semaphore(config.max_concurrency)
+        self._limiter = limiter_for(config.endpoint, config.api_key_env, config.max_concurrency, role)
 
     def _api_key(self) -> str | None:
         return os.environ.get(self.config.api_key_env) if self.config.api_key_env else None
@@ -59,11 +60,12 @@ class ModelClient:
         while True:
             total += 1
             try:
-                async with self._limit:
+                async with self._limiter.slot():
                     return await self._once(messages, call_params)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
+                self._limiter.errors += 1
                 error = to_model_error(exc, role=self.role, alias=self.config.alias,
                                        secrets=self._secrets(), attempts=total)
                 attempts[error.kind] = attempts.get(error.kind, 0) + 1
@@ -77,7 +79,8 @@ class ModelClient:
                 if time.monotonic() + wait > deadline:
                     raise ModelError(f"{error} (retry deadline reached)", kind=error.kind,
                                      role=self.role, alias=self.config.alias) from exc
-                await asyncio.sleep(wait)
+                async with self._limiter.backoff():
+                    await asyncio.sleep(wait)
 
     async def _once(self, messages: list[dict[str, Any]], params: dict[str, Any]) -> ModelReply:
         started = time.perf_counter()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -18,9 +19,9 @@ RECORD_FIELDS = {"episode_id", "arm", "scenario", "task_idx", "repeat", "policy"
 SOURCES = {"policy", "world", "expert", "nudge", "system"}
 
 
-def awm_run(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+def awm_run(*args: str, timeout: float = 600, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     cmd = [sys.executable, "-c", "from awm_runtime.cli import run_main; raise SystemExit(run_main())", *args]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env={**os.environ, **(env or {})})
 
 
 def records(out: Path) -> list[dict[str, Any]]:

@@ -1,0 +1,197 @@
+"""A scriptable OpenAI-compatible server on 127.0.0.1, for wire tests and benchmarks.
+
+Replies come from a script (consumed in order), a responder function, or a default. Each reply
+can add latency, fail with any status (and Retry-After), return a malformed body, or hang.
+The server records every request, checks the bearer key, and stops by itself after
+`max_lifetime_s` so a forgotten server never outlives its test.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import threading
+import time
+import uuid
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse, Response
+
+Responder = Callable[[dict[str, Any]], "Reply"]
+
+
+@dataclass(slots=True)
+class Reply:
+    """One scripted answer to a chat-completions request."""
+
+    content: str | None = "ok"
+    tool_calls: list[dict[str, Any]] | None = None
+    status: int = 200
+    headers: dict[str, str] = field(default_factory=dict)
+    body: str | None = None  # raw response body, e.g. malformed JSON; overrides everything else
+    delay_s: float = 0.0
+    hang: bool = False
+    usage: dict[str, int] | None = None
+    extra_choice: dict[str, Any] = field(default_factory=dict)  # e.g. logprobs
+    extra_message: dict[str, Any] = field(default_factory=dict)  # e.g. reasoning_content
+
+    @classmethod
+    def error(cls, status: int, message: str = "scripted failure", **headers: str) -> Reply:
+        return cls(content=None, status=status, headers={k.replace("_", "-"): v for k, v in headers.items()},
+                   body=json.dumps({"error": {"message": message, "type": "scripted", "code": status}}))
+
+
+def _completion(request: dict[str, Any], reply: Reply) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": reply.content, **reply.extra_message}
+    if reply.tool_calls:
+        message["tool_calls"] = reply.tool_calls
+    prompt = sum(len(str(m.get("content") or "")) for m in request.get("messages", [])) // 4
+    completion = (len(reply.content or "") + len(json.dumps(reply.tool_calls or []))) // 4
+    return {
+        "id": f"chatcmpl-{uuid.uuid4().hex[:12]}", "object": "chat.completion", "created": int(time.time()),
+        "model": request.get("model", "fake"),
+        "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if reply.tool_calls else "stop",
+                     **reply.extra_choice}],
+        "usage": reply.usage or {"prompt_tokens": prompt, "completion_tokens": completion,
+                                 "total_tokens": prompt + completion},
+    }
+
+
+class FakeOpenAI:
+    """`with FakeOpenAI(key="k1") as server:` then point a model's api_base at `server.url`."""
+
+    def __init__(self, *, key: str | None = None, models: tuple[str, ...] = ("fake-model",),
+                 script: list[Reply] | None = None, responder: Responder | None = None,
+                 default: Reply | None = None, max_lifetime_s: float = 300.0, port: int = 0) -> None:
+        self.key = key
+        self.models = models
+        self.script: deque[Reply] = deque(script or [])
+        self.responder = responder
+        self.default = default or Reply()
+        self.max_lifetime_s = max_lifetime_s
+        self.requests: list[dict[str, Any]] = []
+        self._port = port
+        self._server: Any = None
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._port}/v1"
+
+    def next_reply(self, request: dict[str, Any]) -> Reply:
+        with self._lock:
+            self.requests.append(request)
+            if self.script:
+                return self.script.popleft()
+        return self.responder(request) if self.responder else self.default
+
+    def app(self) -> FastAPI:
+        app = FastAPI()
+
+        def unauthorized(request: Request) -> Response | None:
+            if self.key is None or request.headers.get("authorization") == f"Bearer {self.key}":
+                return None
+            return JSONResponse({"error": {"message": "Incorrect API key provided", "type": "invalid_request_error",
+                                           "code": "invalid_api_key"}}, status_code=401)
+
+        @app.get("/v1/models")
+        async def models(request: Request) -> Response:
+            return unauthorized(request) or JSONResponse(
+                {"object": "list", "data": [{"id": m, "object": "model", "owned_by": "awm"} for m in self.models]})
+
+        @app.post("/v1/chat/completions")
+        async def chat(request: Request) -> Response:
+            denied = unauthorized(request)
+            body = await request.json()
+            body["_auth"] = request.headers.get("authorization", "")
+            if denied:
+                self.requests.append(body)
+                return denied
+            reply = await asyncio.to_thread(self.next_reply, body) if self.responder else self.next_reply(body)
+            if reply.hang:
+                await asyncio.sleep(self.max_lifetime_s)
+            if reply.delay_s:
+                await asyncio.sleep(reply.delay_s)
+            if reply.body is not None:
+                return Response(reply.body, status_code=reply.status, headers=reply.headers,
+                                media_type="application/json")
+            return JSONResponse(_completion(body, reply), status_code=reply.status, headers=reply.headers)
+
+        return app
+
+    def start(self) -> FakeOpenAI:
+        import uvicorn
+
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(("127.0.0.1", self._port))
+        self._port = sock.getsockname()[1]
+        config = uvicorn.Config(self.app(), log_level="warning", access_log=False, lifespan="off",
+                                timeout_keep_alive=30, backlog=4096, timeout_graceful_shutdown=2)
+        self._server = uvicorn.Server(config)
+        started = threading.Event()
+
+        def serve() -> None:
+            async def main() -> None:
+                watchdog = asyncio.get_running_loop().call_later(self.max_lifetime_s, self._expire)
+                started.set()
+                try:
+                    await self._server.serve(sockets=[sock])
+                finally:
+                    watchdog.cancel()
+            asyncio.run(main())
+
+        self._thread = threading.Thread(target=serve, name=f"fake-openai-{self._port}", daemon=True)
+        self._thread.start()
+        started.wait(10)
+        deadline = time.monotonic() + 10
+        while not getattr(self._server, "started", False) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return self
+
+    def _expire(self) -> None:
+        self._server.should_exit = True
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(10)
+
+    def __enter__(self) -> FakeOpenAI:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def sim_responder(behaviour: str = "oracle", knobs: dict[str, Any] | None = None) -> Responder:
+    """Answer like the simulated model `sim/<behaviour>`, over real HTTP (needs `teach_builtin()`)."""
+    from awm_runtime.models.sim import simulate
+
+    def respond(request: dict[str, Any]) -> Reply:
+        params = {k: v for k, v in request.items() if k not in ("messages", "model")}
+        if knobs:
+            params["sim"] = knobs
+        message = simulate(f"sim/{behaviour}", request["messages"], params)
+        return Reply(content=message.get("content"), tool_calls=message.get("tool_calls"))
+
+    return respond
+
+
+def teach_builtin() -> int:
+    """Load the built-in worlds' reference solutions into the simulations of this process."""
+    from awm_runtime._build import BuildContext
+    from awm_runtime.models import load_registry
+    from awm_runtime.worlds import load_worlds
+
+    world = load_worlds("builtin")
+    ctx = BuildContext(registry=load_registry(), world=world)
+    ctx.teach_simulations()
+    return len(world.tasks())
