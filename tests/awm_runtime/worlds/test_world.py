@@ -1,0 +1,125 @@
+"""AwmWorld sessions: fresh DB per episode from a read-only template, no reward tools, verdicts, options."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from awm_runtime import ToolCall, WorldError
+from awm_runtime.worlds import WorldOptions, load_worlds
+from tests.awm_runtime.worlds.trap_data import process_gone
+from tests.conftest import task_of
+
+
+def call(tool: str, args: dict[str, Any] | None = None) -> ToolCall:
+    return ToolCall(id=tool, name=tool, arguments=args or {})
+
+
+def trap_task(world: Any, idx: int) -> Any:
+    return next(t for t in world.tasks() if t.scenario == "trap" and t.task_idx == idx)
+
+
+async def test_each_episode_starts_from_the_initial_state(tiny_world: Any) -> None:
+    a = await tiny_world.open(task_of(tiny_world, 0), episode_id="same")
+    await a.call_tool(call("create_note", {"title": "only-a"}))
+    b = await tiny_world.open(task_of(tiny_world, 0), episode_id="same")  # even with the same episode id
+    try:
+        assert a.db != b.db and a.initial_db == b.initial_db
+        assert '"notes": []' in (await b.call_tool(call("list_notes", {"title": "only-a"}))).text
+        assert os.stat(a.initial_db).st_mode & 0o777 == 0o444
+    finally:
+        await a.close()
+        await b.close()
+    assert not a.db.exists() and not b.db.exists()
+    with pytest.raises(WorldError, match="closed"):
+        await a.call_tool(call("list_notes"))
+
+
+async def test_agent_cannot_reach_verify_or_done(tiny_world: Any) -> None:
+    session = await tiny_world.open(task_of(tiny_world, 0), episode_id="reward")
+    try:
+        names = {t.name for t in session.tools}
+        assert not names & {"verify", "done", "__list_scenarios__"}
+        for name in ("verify", "done"):
+            result = await session.call_tool(call(name))
+            assert result.is_error and result.text == f"Unknown tool: {name}"
+            assert "reward" not in result.text and "complete" not in result.text
+    finally:
+        await session.close()
+
+
+async def test_code_mode_verdicts_noop_and_reference(tiny_world: Any) -> None:
+    t = task_of(tiny_world, 0)
+    noop = await tiny_world.open(t, episode_id="noop")
+    ref = await tiny_world.open(t, episode_id="ref")
+    try:
+        assert (await noop.verify("", [])).result == "others"
+        for tool, args in tiny_world.solution(t).steps:
+            await ref.call_tool(call(tool, args))
+        verdict = await ref.verify("", [])
+        assert verdict.result == "complete" and verdict.mode == "code" and verdict.elapsed_ms > 0
+    finally:
+        await noop.close()
+        await ref.close()
+
+
+async def test_verifier_that_raises_is_a_judge_error_naming_file_scenario_task(trap_world: Any) -> None:
+    session = await trap_world.open(trap_task(trap_world, 2), episode_id="raises")
+    try:
+        verdict = await session.verify("", [])
+    finally:
+        await session.close()
+    assert verdict.result == "judge_error"
+    assert verdict.error and verdict.error.startswith("gen_verifier.pure_code.jsonl: scenario trap task 2: ")
+    assert "ZeroDivisionError" in verdict.error and "verifier line 2" in verdict.error
+
+
+async def test_verifier_cannot_write_the_episode_db(trap_world: Any) -> None:
+    session = await trap_world.open(trap_task(trap_world, 5), episode_id="writer")
+    try:
+        await session.call_tool(call("add_item", {"name": "kiwi"}))
+        verdict = await session.verify("", [])
+        assert verdict.result == "judge_error" and "readonly database" in (verdict.error or "")
+        assert os.stat(session.db).st_mode & 0o777 == 0o644  # writable again after the verifier
+        assert '"count": 3' in (await session.call_tool(call("count_items"))).text  # nothing was deleted
+    finally:
+        await session.close()
+
+
+async def test_seed_failures_are_problems_not_fatal(trap_world: Any) -> None:
+    session = await trap_world.open(trap_task(trap_world, 1), episode_id="seed")
+    await session.close()
+    report = trap_world.build_report("trap")
+    assert report is not None and report.retried_quotes == 1
+    assert [f.statement for f in report.failures] == ["INSERT INTO nowhere VALUES (1)"]
+    assert any(p.file == "gen_sample.jsonl" and "no such table: nowhere" in p.message for p in trap_world.problems)
+    assert any(p.file == "gen_tasks.jsonl" and p.line == 3 for p in trap_world.problems)  # the broken JSON row
+
+
+@pytest.mark.parametrize("foreign_keys", [False, True])
+async def test_foreign_keys_option(trap_dir: Path, foreign_keys: bool) -> None:
+    world = load_worlds(trap_dir, options=WorldOptions(foreign_keys=foreign_keys, workers=1))
+    try:
+        session = await world.open(trap_task(world, 1), episode_id="fk")
+        result = await session.call_tool(call("add_tag", {"item_id": 999}))
+        await session.close()
+        seed_failed = any("FOREIGN KEY" in f.error for f in world.build_report("trap").failures)
+    finally:
+        await world.aclose()
+    assert result.is_error is foreign_keys and seed_failed is foreign_keys
+    if foreign_keys:
+        assert "Status code: 500" in result.text
+
+
+async def test_sync_close_stops_every_process(tiny_dir: Path) -> None:
+    world = load_worlds(tiny_dir)
+    session = await world.open(task_of(world, 0), episode_id="x")
+    await session.verify("", [])
+    pids = [*world.pool.pids(), world.sandbox.pid]
+    workdir = world.workdir
+    world.close()
+    assert all(pid is not None and process_gone(pid) for pid in pids)
+    assert not workdir.exists()
