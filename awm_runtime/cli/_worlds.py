@@ -29,6 +29,7 @@ def parser() -> argparse.ArgumentParser:
     ck.add_argument("--judge", metavar="ALIAS", help="model alias of the SQL-mode judge")
     ck.add_argument("--config", type=Path, metavar="awm.toml", help="model aliases (for --judge)")
     ck.add_argument("--foreign-keys", action="store_true", help="enforce PRAGMA foreign_keys in world DBs")
+    ck.add_argument("--tool-timeout", type=float, default=30.0, metavar="S", help="seconds per tool call (default 30)")
     ck.add_argument("--concurrency", type=int, default=4, metavar="N", help="tasks checked at once (default 4)")
     ck.add_argument("--json", action="store_true", help="stable JSON on stdout")
     pk = sub.add_parser("pack", help="pack scenario source folders into AWM JSONL files")
@@ -78,7 +79,8 @@ async def _run_check(args: argparse.Namespace) -> dict[str, Any]:
     from awm_runtime.worlds._check import check_tasks, spec_problems
 
     world = load_worlds(args.worlds, solutions=args.solutions,
-                        options=WorldOptions(verifier=args.verifier, foreign_keys=args.foreign_keys))
+                        options=WorldOptions(verifier=args.verifier, foreign_keys=args.foreign_keys,
+                                             tool_timeout_s=args.tool_timeout))
     try:
         if args.verifier == "sql":
             world.judge = await _judge(args)

@@ -151,3 +151,30 @@ async def test_session_tools_are_the_fastapi_mcp_listing(tiny_world: Any) -> Non
         assert result.status == 200 and '"title": "Todo"' in result.text
     finally:
         await session.close()
+
+
+def test_fast_json_rendering_is_exactly_pythons() -> None:
+    """Results are rendered with orjson where it writes the same text as json.dumps(indent=2)."""
+    import json
+    import random
+
+    from awm_runtime.worlds._tools import pretty_json
+
+    rng = random.Random(7)
+
+    def value(depth: int = 0) -> Any:
+        kind = rng.randrange(9 if depth < 3 else 6)
+        leaves = [None, rng.random() < 0.5, rng.choice([rng.randint(-10**20, 10**20), rng.randint(-2**63, 2**63 - 1),
+                                                         rng.randint(-9, 9)]),
+                  rng.random() * 10 ** rng.randint(-30, 30), "é ☃ \\ \" \n x\u2028" * rng.randint(0, 2),
+                  rng.choice([-0.0, 1.0, 12.5, 0.1])]
+        if kind < 6:
+            return leaves[kind]
+        if kind == 6:
+            return [value(depth + 1) for _ in range(rng.randint(0, 3))]
+        return {f"k{i}é": value(depth + 1) for i in range(rng.randint(0, 3))}
+
+    for _ in range(5000):
+        body = json.dumps(value(), ensure_ascii=False, separators=(",", ":")).encode()
+        assert pretty_json(body) == json.dumps(json.loads(body), indent=2, ensure_ascii=False), body
+    assert pretty_json(b'{"a": NaN}') == '{\n  "a": NaN\n}' and pretty_json(b"not json") is None
