@@ -67,8 +67,9 @@ def _footprint(world: AwmWorld) -> dict[str, int]:
 def _call_for(rng: random.Random, tools: list[str], i: int) -> ToolCall:
     name = rng.choice(tools)
     kind = name.split("_", 1)[0]
-    args: dict[str, Any] = {"list": {"status": "open"}, "get": {"item_id": rng.randint(1, 6)},
-                            "create": {"name": f"bench {i}", "amount": 3.5}}[kind]
+    choices: dict[str, dict[str, Any]] = {"list": {"status": "open"}, "get": {"item_id": rng.randint(1, 6)},
+                                          "create": {"name": f"bench {i}", "amount": 3.5}}
+    args = choices[kind]
     return ToolCall(id=f"c{i}", name=name, arguments=args)
 
 
@@ -121,7 +122,8 @@ async def _crash_isolation(world: AwmWorld, n: int = 16) -> dict[str, Any]:
     results = await asyncio.gather(*calls, return_exceptions=True)
     await asyncio.gather(*(s.close() for s in sessions))
     errors = [r for r in results if isinstance(r, BaseException)]
-    return {"episodes": n, "errors": len(errors), "error_is_world_error": all(isinstance(e, WorldError) for e in errors),
+    return {"episodes": n, "errors": len(errors),
+            "error_is_world_error": all(isinstance(e, WorldError) for e in errors),
             "others_ok": all(not isinstance(r, BaseException) and not r.is_error for r in results[1:])}
 
 
@@ -159,8 +161,8 @@ def _report(args: argparse.Namespace, sc: Any, cold_ms: float, resets: list[floa
     verify = {"p50": _pct(verifies, 0.5), "p95": _pct(verifies, 0.95), "n": len(verifies)}
     met = {"reset_p50": reset["p50"] <= TARGETS["reset_p50_ms"],
            "tool_call_p50": call["p50"] <= TARGETS["tool_call_p50_ms"],
-           "live_sessions": memory["all_answered"] and memory["max_sessions_in_4gib"] >= TARGETS["live_sessions_in_4gib"]
-           and args.sessions >= TARGETS["live_sessions_in_4gib"],
+           "live_sessions": (memory["all_answered"] and args.sessions >= TARGETS["live_sessions_in_4gib"]
+                             and memory["max_sessions_in_4gib"] >= TARGETS["live_sessions_in_4gib"]),
            "crash_costs_one_episode": crash["errors"] == 1 and crash["others_ok"]}
     load = os.getloadavg()
     table = [
@@ -177,7 +179,7 @@ def _report(args: argparse.Namespace, sc: Any, cold_ms: float, resets: list[floa
         ["world crash (1 of 16 episodes)", f"{crash['errors']} error(s), others ok: {crash['others_ok']}",
          "exactly 1"],
         ["OpenEnv (BRIEF §1)", f"reset {OPENENV['reset_p50_ms']:.0f} ms, call {OPENENV['tool_call_p50_ms']} ms, "
-                               f"{OPENENV['per_session_mib']:.0f} MiB/session, {OPENENV['live_sessions']} sessions", ""],
+         f"{OPENENV['per_session_mib']:.0f} MiB/session, {OPENENV['live_sessions']} sessions", ""],
         ["load average (1 min)", f"{load[0]:.2f} on {os.cpu_count()} cores", "quiet machine"],
     ]
     return {

@@ -119,7 +119,7 @@ if __name__ == "__main__":
     uvicorn.run(app, host=os.getenv("HOST", "127.0.0.1"), port=int(os.getenv("PORT", "8000")))
 '''
 
-VERIFIER = '''def verify_task_completion(initial_db_path: str, final_db_path: str, final_answer: str | None = None) -> dict:
+VERIFIER = '''def verify_task_completion(initial_db_path: str, final_db_path: str, final_answer: str = "") -> dict:
     import sqlite3
 
     def names(path):

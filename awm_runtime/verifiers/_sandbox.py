@@ -8,7 +8,6 @@ flight fail with a clear error and the next one starts a new server.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import itertools
 import os
 import sys
@@ -16,7 +15,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from awm_runtime.verifiers._wire import FrameError, encode, kill_process, read_frame, scrubbed_env
+from awm_runtime.verifiers._wire import FrameError, encode, kill_process, read_frame, scrubbed_env, stop_process
 
 START_TIMEOUT_S = 60.0
 GRACE_S = 10.0  # the server enforces the timeout; the runtime waits this much longer before giving up on it
@@ -123,14 +122,7 @@ class Sandbox:
     async def aclose(self) -> None:
         proc, self._proc = self._proc, None
         if proc is not None:
-            with contextlib.suppress(Exception):
-                assert proc.stdin is not None
-                proc.stdin.close()
-            try:
-                await asyncio.wait_for(proc.wait(), 5.0)
-            except TimeoutError:
-                kill_process(proc)
-                await proc.wait()
+            await stop_process(proc, grace_s=5.0)
         if self._reader is not None:
             await asyncio.gather(self._reader, return_exceptions=True)
 

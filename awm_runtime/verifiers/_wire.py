@@ -110,3 +110,17 @@ def kill_process(proc: asyncio.subprocess.Process, *, release: bool = False) -> 
     if release:
         with contextlib.suppress(Exception):
             proc._transport.close()  # type: ignore[attr-defined]
+
+
+async def stop_process(proc: asyncio.subprocess.Process, *, farewell: bytes = b"", grace_s: float = 2.0) -> None:
+    """Ask a helper to exit (send `farewell`, close its stdin), then SIGKILL it after `grace_s`."""
+    if proc.returncode is None and proc.stdin is not None:
+        with contextlib.suppress(Exception):
+            if farewell:
+                proc.stdin.write(farewell)
+            proc.stdin.close()
+    try:
+        await asyncio.wait_for(proc.wait(), grace_s)
+    except TimeoutError:
+        kill_process(proc)
+        await proc.wait()

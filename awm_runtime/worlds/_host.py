@@ -36,6 +36,7 @@ from awm_runtime.worlds._tools import (
 CURRENT_DB: contextvars.ContextVar[str] = contextvars.ContextVar("awm_current_db")
 _FOREIGN_KEYS: contextvars.ContextVar[bool] = contextvars.ContextVar("awm_foreign_keys", default=False)
 LIFESPAN_TIMEOUT_S = 30.0
+_LIFESPANS: list[asyncio.Task[None]] = []  # each app's lifespan task lives as long as its worker
 
 
 def _connect_current() -> sqlite3.Connection:
@@ -157,11 +158,8 @@ async def _lifespan_startup(app: Callable[..., Any]) -> None:
                 started.set_result(None)
 
     task = asyncio.get_running_loop().create_task(run())
-    _LIFESPANS.append(task)  # keep the app's lifespan task alive for the worker's lifetime
+    _LIFESPANS.append(task)
     await asyncio.wait_for(started, LIFESPAN_TIMEOUT_S)
-
-
-_LIFESPANS: list[asyncio.Task[None]] = []
 
 
 class ScenarioHost:

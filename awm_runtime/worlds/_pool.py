@@ -9,7 +9,6 @@ the worker is replaced and the requests queued behind it go on in the replacemen
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import signal
 import sys
@@ -21,7 +20,7 @@ from typing import Any
 import structlog
 
 from awm_runtime._errors import WorldError
-from awm_runtime.verifiers._wire import FrameError, encode, kill_process, read_frame, scrubbed_env
+from awm_runtime.verifiers._wire import FrameError, encode, kill_process, read_frame, scrubbed_env, stop_process
 
 log = structlog.get_logger("awm_runtime.worlds")
 
@@ -29,6 +28,7 @@ START_TIMEOUT_S = 60.0
 # A request waits behind this many others on a worker that has its scenario loaded before the
 # pool imports the scenario in a second worker (an import costs ~100x a tool call).
 LOAD_PENALTY = 8
+_REAPERS: set[asyncio.Task[int]] = set()
 
 
 def default_workers() -> int:
@@ -58,7 +58,6 @@ class _Worker:
         self.stderr: deque[str] = deque(maxlen=20)
         self._drain: asyncio.Task[None] | None = None
         self.started = 0
-        self.write_lock = asyncio.Lock()
 
     @property
     def alive(self) -> bool:
@@ -121,22 +120,16 @@ class _Worker:
         proc, self.proc = self.proc, None
         self.loaded.clear()
         if proc is not None:
-            kill_process(proc)
-            asyncio.get_running_loop().create_task(proc.wait())
+            kill_process(proc, release=True)
+            reaper = asyncio.get_running_loop().create_task(proc.wait())
+            _REAPERS.add(reaper)  # the loop keeps only weak references to tasks
+            reaper.add_done_callback(_REAPERS.discard)
 
     async def stop(self) -> None:
         proc, self.proc = self.proc, None
         if proc is None:
             return
-        if proc.returncode is None and proc.stdin is not None:
-            with contextlib.suppress(Exception):
-                proc.stdin.write(encode({"op": "exit"}))
-                proc.stdin.close()
-            try:
-                await asyncio.wait_for(proc.wait(), 2.0)
-            except TimeoutError:
-                kill_process(proc)
-                await proc.wait()
+        await stop_process(proc, farewell=encode({"op": "exit"}))
         if self._drain is not None:
             self._drain.cancel()
 
@@ -201,8 +194,10 @@ class WorkerPool:
             async with w.lock:
                 try:
                     await w.ensure_started()
-                    if msg["op"] != "build" and scenario not in w.loaded:
-                        await self._load(w, scenario)
+                    if scenario not in w.loaded:
+                        await self._make_room(w, scenario)
+                        if msg["op"] != "build":
+                            await self._load(w, scenario)
                     reply = await w.exchange(msg, limit_s, what)
                 except WorldError:
                     self.replaced += 1
@@ -221,15 +216,17 @@ class WorkerPool:
         finally:
             w.pending -= 1
 
+    async def _make_room(self, w: _Worker, scenario: str) -> None:
+        if len(w.loaded) >= self.options.max_scenarios_per_worker:
+            # Python cannot unload a module cleanly; a fresh process is the way to free memory.
+            await w.stop()
+            w.wanted = {scenario}
+            await w.ensure_started()
+
     async def _load(self, w: _Worker, scenario: str) -> None:
         spec = self._specs.get(scenario)
         if spec is None:
             raise WorldError(f"scenario {scenario!r} has not been built")
-        if len(w.loaded) >= self.options.max_scenarios_per_worker:
-            # Python cannot unload a module cleanly; a fresh process is the way to free memory.
-            await w.stop()
-            w.wanted = {s for s in w.wanted if s == scenario}
-            await w.ensure_started()
         reply = await w.exchange({"op": "load", "scenario": scenario, "code": spec.code, "template": spec.template,
                                   "foreign_keys": spec.foreign_keys,
                                   "validate_arguments": self.options.validate_arguments},

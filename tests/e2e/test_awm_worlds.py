@@ -106,3 +106,23 @@ def test_check_in_sql_mode_with_a_loopback_judge(trap: Path, tmp_path: Path) -> 
     assert task["noop_passes"] is False and task["reference_passes"] is False and task["errors"] == []
     assert len([r for r in server.requests if "Evidence collected" in json.dumps(r)]) == 2
     assert "judge-key-7" not in proc.stdout + proc.stderr
+
+
+def test_run_in_sql_mode_judges_on_the_judge_role(tmp_path: Path) -> None:
+    verdict = Reply(content='{"classification": "complete", "reason": "the evidence shows it"}')
+    with FakeOpenAI(key="judge-key-8", models=("judge-7b",), default=verdict, max_lifetime_s=240) as server:
+        config = tmp_path / "awm.toml"
+        config.write_text(f'[models.loop-judge]\nmodel = "openai/judge-7b"\napi_base = "{server.url}"\n'
+                          'api_key_env = "LOOP_JUDGE_KEY"\n')
+        out = tmp_path / "run"
+        proc = awm_run("--scenarios", "homehub*", "--tasks", "0-1", "--policy", "sim/oracle", "--expert", "none",
+                       "--verifier", "sql", "--judge", "loop-judge", "--config", str(config), "--out", str(out),
+                       "--quiet", env={"LOOP_JUDGE_KEY": "judge-key-8"})
+    assert proc.returncode == 0, proc.stderr
+    recs = records(out)
+    assert len(recs) == 2 and all(r["outcome"] == "complete" and r["verdict"] == "complete" for r in recs)
+    assert all(r["verdict_detail"]["mode"] == "sql" for r in recs)
+    assert all(r["verdict_detail"]["returned"]["reason"] == "the evidence shows it" for r in recs)
+    judged = [r for r in server.requests if r["messages"][0]["content"].startswith("You judge whether")]
+    assert len(judged) == 2 and all(r["_auth"] == "Bearer judge-key-8" for r in judged)
+    assert "judge-key-8" not in "".join(p.read_text() for p in out.iterdir() if p.is_file())

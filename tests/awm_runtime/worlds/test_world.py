@@ -123,3 +123,44 @@ async def test_sync_close_stops_every_process(tiny_dir: Path) -> None:
     world.close()
     assert all(pid is not None and process_gone(pid) for pid in pids)
     assert not workdir.exists()
+
+
+BOOT_APP = '''
+import os
+from fastapi import FastAPI
+from sqlalchemy import create_engine, text
+engine = create_engine(os.getenv("DATABASE_PATH", "sqlite:///boot.db"))
+app = FastAPI(title="Boot")
+
+
+@app.on_event("startup")
+def seed_on_startup():
+    with engine.begin() as conn:
+        conn.execute(text("CREATE TABLE IF NOT EXISTS boot (n INTEGER)"))
+        conn.execute(text("INSERT INTO boot VALUES (%s)"))
+
+
+@app.get("/boot", operation_id="boot_rows", summary="Rows the startup handler wrote")
+async def boot_rows():
+    with engine.connect() as conn:
+        return {"rows": conn.execute(text("SELECT COUNT(*) FROM boot")).scalar()}
+'''
+
+
+@pytest.mark.parametrize(("value", "loads"), [("7", True), ("'no such column' + x", False)])
+async def test_startup_handlers_run_once_into_the_initial_state(tmp_path: Path, value: str, loads: bool) -> None:
+    from awm_runtime.worlds._pack import scenario_rows, write_dataset
+
+    write_dataset(tmp_path, scenario_rows("Boot", BOOT_APP % value, tables=[{"name": "t", "ddl": "CREATE TABLE t (a)"}],
+                                          inserts={}, tasks=["x"]))
+    world = load_worlds(tmp_path, options=WorldOptions(workers=2))
+    try:
+        if not loads:
+            with pytest.raises(WorldError, match="startup failed"):
+                await world.open(world.tasks()[0], episode_id="b")
+            return
+        sessions = [await world.open(world.tasks()[0], episode_id=f"b{i}") for i in range(12)]
+        results = [await s.call_tool(call("boot_rows")) for s in sessions]
+        assert all('"rows": 1' in r.text for r in results)  # once, in the template: not once per worker
+    finally:
+        await world.aclose()

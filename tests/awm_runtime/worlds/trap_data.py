@@ -57,12 +57,9 @@ async def add_item(name: str = Query(...)):
 
 @app.post("/tags", operation_id="add_tag", summary="Tag an item", response_model=Count)
 async def add_tag(item_id: int = Query(...)):
-    s = SessionLocal()
-    s.add(Tag(item_id=item_id))
-    s.commit()
-    n = s.query(Tag).count()
-    s.close()
-    return Count(count=n)
+    with SessionLocal() as s, s.begin():
+        s.add(Tag(item_id=item_id))
+    return Count(count=1)
 
 
 @app.get("/hang", operation_id="hang", summary="Never returns")
