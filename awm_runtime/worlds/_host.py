@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import functools
+import gc
 import json
 import os
 import sqlite3
@@ -54,6 +55,7 @@ def _connect_current() -> sqlite3.Connection:
 # costs a connect plus a parse of the whole schema (~0.3 ms with 20 tables) on its first statement.
 _IDLE: OrderedDict[tuple[int, str], Any] = OrderedDict()
 IDLE_CONNECTIONS = 64
+_CHECKED_OUT: dict[str, int] = {}  # episode DB -> connections handed out and not yet returned
 
 
 @functools.cache
@@ -71,10 +73,13 @@ def episode_pool_class() -> type:
             if record is None or record.dbapi_connection is None:
                 record = self._create_connection()
                 record.info["awm_key"] = key
+            _CHECKED_OUT[key[1]] = _CHECKED_OUT.get(key[1], 0) + 1
             return record
 
         def _do_return_conn(self, record: Any) -> None:
             key = record.info.get("awm_key")
+            if key is not None:
+                _CHECKED_OUT[key[1]] = _CHECKED_OUT.get(key[1], 1) - 1
             if key is None or key in _IDLE or record.dbapi_connection is None:
                 record.close()
                 return
@@ -222,6 +227,11 @@ class ScenarioHost:
         finally:
             CURRENT_DB.reset(token)
             _FOREIGN_KEYS.reset(fk)
+        if _CHECKED_OUT.get(db_path):
+            # A handler raised with its session open (generated code has no try/finally). Its
+            # connection sits in a reference cycle, possibly holding the DB's write lock: collect
+            # it now, which rolls it back and returns it, rather than when the GC gets round to it.
+            gc.collect()
         text, is_error = result_text(tool, status, raw)
         return {"text": text, "is_error": is_error, "status": status,
                 "elapsed_ms": (time.perf_counter() - started) * 1000}

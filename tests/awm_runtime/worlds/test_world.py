@@ -164,3 +164,14 @@ async def test_startup_handlers_run_once_into_the_initial_state(tmp_path: Path, 
         assert all('"rows": 1' in r.text for r in results)  # once, in the template: not once per worker
     finally:
         await world.aclose()
+
+
+async def test_a_handler_that_fails_mid_write_does_not_lock_the_db(trap_world: Any) -> None:
+    session = await trap_world.open(trap_task(trap_world, 1), episode_id="half")
+    try:
+        failed = await session.call_tool(call("half_write"))
+        assert failed.is_error and "Status code: 500" in failed.text
+        added = await session.call_tool(call("add_item", {"name": "after"}))
+        assert not added.is_error and added.elapsed_ms < 2000 and '"count": 3' in added.text  # "half" rolled back
+    finally:
+        await session.close()

@@ -62,6 +62,14 @@ async def add_tag(item_id: int = Query(...)):
     return Count(count=1)
 
 
+@app.post("/half", operation_id="half_write", summary="Writes, then fails with the session open")
+async def half_write():
+    s = SessionLocal()
+    s.add(Item(name="half"))
+    s.flush()
+    raise RuntimeError("boom")
+
+
 @app.get("/hang", operation_id="hang", summary="Never returns")
 async def hang():
     time.sleep(3600)
