@@ -15,7 +15,6 @@ import contextlib
 import importlib
 import os
 import shutil
-import tempfile
 import traceback
 from pathlib import Path
 from typing import Any
@@ -44,7 +43,6 @@ class Worker:
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
         self.hosts: dict[str, ScenarioHost] = {}
-        self.scratch = Path(tempfile.mkdtemp(prefix="awm-worker-"))
 
     def _load(self, msg: dict[str, Any], import_db: str) -> dict[str, Any]:
         host = ScenarioHost(msg["scenario"], msg["code"], import_db=import_db,
@@ -70,8 +68,11 @@ class Worker:
         return {**reply, "report": report.to_dict()}
 
     def load(self, msg: dict[str, Any]) -> dict[str, Any]:
-        """Import a scenario built elsewhere, against a private scratch copy of its template."""
-        scratch = self.scratch / f"{msg['scenario']}.import.db"
+        """Import a scenario built elsewhere, against a private scratch copy of its template.
+
+        The copy sits next to the template, in the world's directory, so nothing outlives the world.
+        """
+        scratch = Path(msg["template"]).with_name(f"{msg['scenario']}.import-{os.getpid()}.db")
         shutil.copyfile(msg["template"], scratch)
         scratch.chmod(0o644)
         try:
@@ -124,7 +125,6 @@ def main() -> None:
                 break
             write_all(out_fd, encode(reply))
     finally:
-        shutil.rmtree(worker.scratch, ignore_errors=True)
         os._exit(0)  # skip interpreter teardown: scenario code may have left threads or atexit hooks
 
 

@@ -61,10 +61,35 @@ class _Failed:
     error: str
 
 
+WORKDIR_PREFIX = "awm-world-"
+
+
 def _default_workdir() -> Path:
+    """A private directory on tmpfs when there is room (episode DBs then live in RAM), else in TMPDIR.
+
+    Its name carries our pid, so that directories left by a runtime that was SIGKILLed are
+    found and removed by the next one: on tmpfs they would otherwise hold memory until reboot.
+    """
     shm = Path("/dev/shm")
     base = shm if shm.is_dir() and os.access(shm, os.W_OK) and shutil.disk_usage(shm).free > 256 << 20 else None
-    return Path(tempfile.mkdtemp(prefix="awm-world-", dir=base))
+    root = base or Path(tempfile.gettempdir())
+    for stale in root.glob(f"{WORKDIR_PREFIX}*-*"):
+        pid = stale.name[len(WORKDIR_PREFIX):].split("-", 1)[0]
+        if pid.isdigit() and not _alive(int(pid)):
+            shutil.rmtree(stale, ignore_errors=True)
+    workdir = Path(tempfile.mkdtemp(prefix=f"{WORKDIR_PREFIX}{os.getpid()}-", dir=root))
+    workdir.chmod(0o711)  # the verifier sandbox runs as another user and must reach the DBs
+    return workdir
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process: alive, and not ours to clean up
+        return True
+    return True
 
 
 def clone_file(src: Path, dst: Path, size: int) -> None:
@@ -99,7 +124,6 @@ class AwmWorld:
         self._own_workdir = workdir is None
         self.workdir = Path(workdir) if workdir else _default_workdir()
         self.workdir.mkdir(parents=True, exist_ok=True)
-        self.workdir.chmod(0o711)  # the verifier sandbox runs as another user and must reach the DBs
         o = self.options
         self.pool = WorkerPool(PoolOptions(workers=o.workers, tool_timeout_s=o.tool_timeout_s,
                                            load_timeout_s=o.load_timeout_s,

@@ -175,3 +175,23 @@ async def test_a_handler_that_fails_mid_write_does_not_lock_the_db(trap_world: A
         assert not added.is_error and added.elapsed_ms < 2000 and '"count": 3' in added.text  # "half" rolled back
     finally:
         await session.close()
+
+
+def test_workdirs_left_by_a_killed_runtime_are_swept(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from awm_runtime.worlds._world import _default_workdir
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    mine = _default_workdir()
+    stale = mine.parent / f"awm-world-{int(dead.stdout)}-abc123"
+    stale.mkdir()
+    (stale / "ep-1.db").write_bytes(b"x" * 1000)
+    again = _default_workdir()
+    try:
+        assert not stale.exists() and mine.exists()  # ours (a live pid) is left alone
+        assert os.stat(again).st_mode & 0o777 == 0o711
+    finally:
+        for d in (mine, again):
+            d.rmdir()
