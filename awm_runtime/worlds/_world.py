@@ -122,8 +122,7 @@ class AwmWorld:
         self.options = options or WorldOptions()
         self._name = name or dataset.root.name
         self._own_workdir = workdir is None
-        self.workdir = Path(workdir) if workdir else _default_workdir()
-        self.workdir.mkdir(parents=True, exist_ok=True)
+        self._workdir = Path(workdir) if workdir else None
         o = self.options
         self.pool = WorkerPool(PoolOptions(workers=o.workers, tool_timeout_s=o.tool_timeout_s,
                                            load_timeout_s=o.load_timeout_s,
@@ -145,6 +144,15 @@ class AwmWorld:
     @property
     def name(self) -> str:
         return self._name
+
+    @property
+    def workdir(self) -> Path:
+        """Where templates and episode DBs live; created on first use (a world only listed needs none)."""
+        if self._workdir is None:
+            self._workdir = _default_workdir()
+        elif not self._own_workdir and not self._workdir.is_dir():
+            self._workdir.mkdir(parents=True)
+        return self._workdir
 
     @property
     def judge(self) -> Judge | None:
@@ -231,8 +239,9 @@ class AwmWorld:
         self._remove_workdir()
 
     def _remove_workdir(self) -> None:
-        if self._own_workdir:
-            shutil.rmtree(self.workdir, ignore_errors=True)
+        if self._own_workdir and self._workdir is not None:
+            shutil.rmtree(self._workdir, ignore_errors=True)
+            self._workdir = None
 
 
 @dataclass(slots=True)

@@ -195,3 +195,9 @@ def test_workdirs_left_by_a_killed_runtime_are_swept(tmp_path: Path) -> None:
     finally:
         for d in (mine, again):
             d.rmdir()
+
+
+def test_a_world_that_is_only_listed_leaves_nothing_behind(tiny_dir: Path) -> None:
+    world = load_worlds(tiny_dir)
+    assert world.tasks() and world._workdir is None
+    world.close()
