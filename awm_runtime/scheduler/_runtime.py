@@ -45,7 +45,8 @@ from awm_runtime.models import load_registry
 from awm_runtime.models._preflight import preflight
 from awm_runtime.report import RunStats
 from awm_runtime.scheduler._plan import plan_episodes, select_tasks
-from awm_runtime.worlds import AwmWorld, load_split, load_worlds
+from awm_runtime.verifiers import Judge
+from awm_runtime.worlds import AwmWorld, load_split, load_worlds, trivial_tasks, world_options
 
 log = structlog.get_logger("awm_runtime.scheduler")
 
@@ -110,13 +111,30 @@ def _versions() -> dict[str, str]:
 async def prepare(config: RunConfig) -> PreparedRun:
     """Resolve everything a run needs and check it, so bad input fails before any episode."""
     registry = load_registry(config.config_path)
-    world = load_worlds(config.worlds, solutions=config.solutions)
+    world = load_worlds(config.worlds, solutions=config.solutions, options=world_options(config))
+    try:
+        return await _prepare(config, registry, world)
+    except BaseException:
+        await asyncio.shield(world.aclose())
+        raise
+
+
+async def _prepare(config: RunConfig, registry: Any, world: AwmWorld) -> PreparedRun:
     split = None if config.split == "all" else load_split(world)[config.split]
     tasks = select_tasks(world.tasks(), scenarios=config.scenarios, task_spec=config.tasks, split=split)
     if not tasks:
         raise ConfigError(f"no tasks match --scenarios {config.scenarios!r} --tasks {config.tasks!r} "
                           f"--split {config.split} in {world.name} ({len(world.tasks())} tasks loaded)")
+    if config.verifier == "sql" and not config.judge:
+        raise ConfigError("--verifier sql needs --judge ALIAS: the model that classifies each episode")
+    if config.exclude_trivial:
+        trivial = await trivial_tasks(world, tasks)
+        tasks = [t for t in tasks if t.key not in trivial]
+        if not tasks:
+            raise ConfigError(f"--exclude-trivial: all {len(trivial)} selected tasks already pass with no actions")
     ctx = BuildContext(registry=registry, world=world, options={"tool_result_chars": config.tool_result_chars})
+    if config.verifier == "sql" and config.judge:
+        world.judge = Judge(ctx.client(config.judge, "judge"), name=config.judge)
     harnesses: dict[str, Harness] = {}
     for arm in config.arm_list():
         c = config.for_arm(arm)
@@ -209,7 +227,7 @@ async def run(config: RunConfig, *, sinks: Sequence[Sink] = (), prepared: Prepar
         writer.close()
         events.flush()
         events.close()
-        prep.world.close()
+        await asyncio.shield(prep.world.aclose())
     return RunResult(run_id, out, summary, prep.planned, to_run, len(done))
 
 
