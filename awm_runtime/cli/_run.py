@@ -56,6 +56,17 @@ def parser() -> argparse.ArgumentParser:
     a("--config", type=Path, dest="config_path", metavar="awm.toml", help="model aliases and [run] defaults")
     a("--out", type=Path, metavar="DIR", help="run directory (default runs/<timestamp>-<id>)")
     a("--resume", action="store_true", default=None, help="continue the run in --out, skipping finished episodes")
+    # Model routing: each role's endpoint, model and key variable can be changed without editing awm.toml.
+    a("--judge", metavar="ALIAS", help="model alias for the judge role (checked by preflight; default none)")
+    for role in ("policy", "expert", "judge"):
+        a(f"--{role}-base", metavar="URL", help=f"send every {role} call to this OpenAI-compatible base URL")
+        a(f"--{role}-model", metavar="MODEL", help=f"litellm model string for the {role} (e.g. openai/NAME)")
+        a(f"--{role}-key-env", metavar="VAR", help=f"environment variable holding the {role}'s API key")
+    a("--preflight", choices=("full", "quick", "off"),
+      help="before the run: full = keys, endpoints, models and one tiny completion per alias (default); "
+           "quick = no completion; off = no checks")
+    a("--model-procs", type=int, metavar="N",
+      help="shard real model calls over N processes (0 = in this process, the default)")
     a("--quiet", action="store_true", help="no progress bar; print only the summary")
     a("--json", action="store_true", help="print the summary as JSON on stdout (implies --quiet)")
     return p

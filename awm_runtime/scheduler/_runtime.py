@@ -41,8 +41,7 @@ from awm_runtime.logs import (
     record_line,
     repair_tail,
 )
-from awm_runtime.models import load_registry
-from awm_runtime.models._preflight import preflight
+from awm_runtime.models import apply_routes, load_registry, preflight
 from awm_runtime.report import RunStats
 from awm_runtime.scheduler._plan import plan_episodes, select_tasks
 from awm_runtime.worlds import AwmWorld, load_split, load_worlds
@@ -109,14 +108,15 @@ def _versions() -> dict[str, str]:
 
 async def prepare(config: RunConfig) -> PreparedRun:
     """Resolve everything a run needs and check it, so bad input fails before any episode."""
-    registry = load_registry(config.config_path)
+    registry = apply_routes(load_registry(config.config_path), config.model_dump())
     world = load_worlds(config.worlds, solutions=config.solutions)
     split = None if config.split == "all" else load_split(world)[config.split]
     tasks = select_tasks(world.tasks(), scenarios=config.scenarios, task_spec=config.tasks, split=split)
     if not tasks:
         raise ConfigError(f"no tasks match --scenarios {config.scenarios!r} --tasks {config.tasks!r} "
                           f"--split {config.split} in {world.name} ({len(world.tasks())} tasks loaded)")
-    ctx = BuildContext(registry=registry, world=world, options={"tool_result_chars": config.tool_result_chars})
+    ctx = BuildContext(registry=registry, world=world, options={"tool_result_chars": config.tool_result_chars,
+                                                                "judge": config.judge})
     harnesses: dict[str, Harness] = {}
     for arm in config.arm_list():
         c = config.for_arm(arm)
@@ -129,8 +129,10 @@ async def prepare(config: RunConfig) -> PreparedRun:
                 max_turns=c.max_turns, timeout_s=c.episode_timeout_s, on_format_error=c.on_format_error,
                 expert_budget=ExpertBudget(calls=c.expert_calls, tokens=c.expert_tokens, usd=c.expert_usd)),
         )
+    if config.judge:
+        ctx.client(config.judge, "judge")  # plug-ins that judge use this client; preflight checks it now
     roles = [(role, client.config) for (role, _alias), client in ctx.clients.items()]
-    await preflight(roles)
+    await preflight(roles, mode=config.preflight)
     secrets = [s for _, cfg in roles if cfg.api_key_env and (s := os.environ.get(cfg.api_key_env, ""))]
     return PreparedRun(config, world, tasks, harnesses, ctx, secrets)
 

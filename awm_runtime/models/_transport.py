@@ -1,0 +1,70 @@
+"""How one attempt reaches the model: litellm in this event loop, or in a model-call shard process."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from awm_runtime.models._exceptions import to_attempt_error
+from awm_runtime.models._litellm import litellm
+from awm_runtime.models._reply import ModelReply, to_reply
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    """Where one role's calls go. The key stays in the environment; only its variable's name travels."""
+
+    role: str
+    alias: str
+    model: str
+    api_base: str | None
+    api_key_env: str | None
+
+    def api_key(self) -> str | None:
+        return os.environ.get(self.api_key_env) if self.api_key_env else None
+
+    def to_wire(self) -> list[Any]:
+        return [self.role, self.alias, self.model, self.api_base, self.api_key_env]
+
+
+class Transport(Protocol):
+    async def attempt(self, route: Route, messages: list[dict[str, Any]], params: dict[str, Any],
+                      timeout_s: float) -> ModelReply:
+        """One HTTP attempt; raises AttemptError (classified, redacted) on any failure."""
+        ...
+
+
+class InProcess:
+    """litellm.acompletion in the caller's event loop."""
+
+    async def attempt(self, route: Route, messages: list[dict[str, Any]], params: dict[str, Any],
+                      timeout_s: float) -> ModelReply:
+        key = route.api_key()
+        started = time.perf_counter()
+        try:
+            response = await litellm().acompletion(model=route.model, messages=messages, api_base=route.api_base,
+                                                   api_key=key, timeout=timeout_s, num_retries=0, **params)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            raise to_attempt_error(exc, role=route.role, alias=route.alias, secrets=(key,) if key else ()) from exc
+        return to_reply(response, time.perf_counter() - started)
+
+
+IN_PROCESS = InProcess()
+_shared: Transport | None = None
+
+
+def use_transport(transport: Transport | None) -> None:
+    """Route the calls of clients created from now on (real models only) through `transport`;
+    None goes back to in-process litellm."""
+    global _shared
+    _shared = transport
+
+
+def transport_for(simulated: bool) -> Transport:
+    # Simulations answer from this process's memory of the tasks: they never leave it.
+    return IN_PROCESS if simulated or _shared is None else _shared
