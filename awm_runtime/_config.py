@@ -76,7 +76,7 @@ class RunConfig(BaseModel):
     judge_model: str | None = None
     judge_key_env: str | None = None
     preflight: Literal["full", "quick", "off"] = "full"
-    model_procs: int = Field(default=0, ge=0)
+    model_procs: int | None = Field(default=None, ge=0)  # None: auto (none on machines with <= 2 cores)
 
     @field_validator("nudges", mode="before")
     @classmethod

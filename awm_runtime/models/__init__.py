@@ -14,6 +14,7 @@ from awm_runtime.models._registry import (
     load_toml,
 )
 from awm_runtime.models._retry import DEFAULT_RETRIES, RetryPolicy
+from awm_runtime.models._shards import shutdown, start_shards, stop_shards
 
 __all__ = [
     "BUILTIN_ALIASES",
@@ -32,4 +33,7 @@ __all__ = [
     "load_toml",
     "preflight",
     "reset_limiters",
+    "shutdown",
+    "start_shards",
+    "stop_shards",
 ]

@@ -36,7 +36,7 @@ class ModelClient:
         self.retry_policy = RetryPolicy.of(config)
         self._limiter = limiter_for(config.endpoint, config.api_key_env, config.max_concurrency, role,
                                     rpm=config.rpm, tpm=config.tpm)
-        self._transport = transport or transport_for(config.simulated)
+        self._transport = transport  # resolved at the first call, so shards started after us are used
         self._prices: Prices | None = None
 
     async def complete(self, messages: list[dict[str, Any]], *, tools: list[dict[str, Any]] | None = None,
@@ -66,7 +66,7 @@ class ModelClient:
             timeout_s = max(1.0, min(self.config.timeout_s, retries.remaining_s()))
             try:
                 async with asyncio.timeout(timeout_s + _TIMEOUT_GRACE_S):
-                    reply = await self._transport.attempt(self.route, messages, params, timeout_s)
+                    reply = await self.transport.attempt(self.route, messages, params, timeout_s)
             except AttemptError as exc:
                 slot.failed(exc.kind)
                 raise
@@ -77,6 +77,12 @@ class ModelClient:
                                    detail=f"no answer in {timeout_s:g}s") from exc
             slot.succeeded(reply.usage.prompt_tokens, reply.usage.completion_tokens)
             return reply
+
+    @property
+    def transport(self) -> Transport:
+        if self._transport is None:
+            self._transport = transport_for(self.config.model, self.config.api_base, self.config.transport)
+        return self._transport
 
     def prices(self) -> Prices:
         if self._prices is None:

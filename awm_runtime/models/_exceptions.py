@@ -80,22 +80,47 @@ def classify(exc: BaseException) -> ModelErrorKind:
         if isinstance(exc, cls):
             return kind
     status = getattr(exc, "status_code", None)
-    if isinstance(status, int):
-        if status == 429:
-            return "rate_limit"
-        if status >= 500:
-            return "server"
-        if status in (401, 403):
-            return "auth"
-        if status == 404:
-            return "not_found"
-        if 400 <= status < 500:
-            return "bad_request"
+    if isinstance(status, int) and status >= 400:
+        return kind_for_status(status, str(exc))
     if isinstance(exc, TimeoutError):
         return "timeout"
     if isinstance(exc, ConnectionError | OSError):
         return "connection"
     return "fatal"
+
+
+_CONTEXT_HINTS = ("context length", "context_length", "maximum context", "context window", "too many tokens",
+                  "prompt is too long")
+_FILTER_HINTS = ("content_filter", "content management policy", "content_policy")
+
+
+def kind_for_status(status: int, text: str = "") -> ModelErrorKind:
+    """The class of an HTTP error answer, for transports that see the status and body themselves."""
+    if status == 429:
+        return "rate_limit"
+    if status >= 500:
+        return "server"
+    if status == 408:
+        return "timeout"
+    if status in (401, 403):
+        return "auth"
+    if status == 404:
+        return "not_found"
+    lowered = text.lower()
+    if any(h in lowered for h in _CONTEXT_HINTS):
+        return "context"
+    if any(h in lowered for h in _FILTER_HINTS):
+        return "content_filter"
+    return "bad_request"
+
+
+def parse_retry_after(value: str | None) -> float | None:
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        return None
 
 
 def retry_after_s(exc: BaseException) -> float | None:
@@ -108,13 +133,9 @@ def retry_after_s(exc: BaseException) -> float | None:
     for headers in candidates:
         if not headers:
             continue
-        value = headers.get("retry-after") or headers.get("Retry-After")
-        if value is None:
-            continue
-        try:
-            return max(0.0, float(value))
-        except (TypeError, ValueError):
-            continue
+        seconds = parse_retry_after(headers.get("retry-after") or headers.get("Retry-After"))
+        if seconds is not None:
+            return seconds
     return None
 
 

@@ -95,8 +95,8 @@ async def _probe_completion(use: _Use, timeout_s: float) -> str | None:
     timeout = min(cfg.timeout_s, timeout_s)
     try:
         async with asyncio.timeout(timeout + 5):
-            await transport_for(cfg.simulated).attempt(route, [{"role": "user", "content": "Reply with OK."}],
-                                                       params, timeout)
+            transport = transport_for(cfg.model, cfg.api_base, cfg.transport)
+            await transport.attempt(route, [{"role": "user", "content": "Reply with OK."}], params, timeout)
     except TimeoutError:
         return None  # slow, not broken
     except AttemptError as exc:

@@ -7,7 +7,7 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from awm_runtime._errors import ConfigError
 
@@ -38,6 +38,8 @@ class ModelConfig(BaseModel):
     retries: dict[str, int] = Field(default_factory=dict)  # per class, e.g. { rate_limit = 12 }
     retry_deadline_s: float | None = Field(default=None, gt=0)  # all attempts of one call; max(300, 2*timeout)
     backoff_s: float = Field(default=0.5, gt=0)  # first backoff for 5xx/timeouts; doubles, with jitter
+    # auto: plain OpenAI wire format to a self-hosted openai/ or hosted_vllm/ api_base, litellm otherwise
+    transport: Literal["auto", "litellm", "http"] = "auto"
 
     @field_validator("retries")
     @classmethod
@@ -49,6 +51,12 @@ class ModelConfig(BaseModel):
             if not isinstance(n, int) or n < 0:
                 raise ValueError(f"retries.{kind} must be a whole number >= 0")
         return v
+
+    @model_validator(mode="after")
+    def _http_needs_a_base(self) -> ModelConfig:
+        if self.transport == "http" and not self.api_base:
+            raise ValueError("transport = 'http' needs api_base (the server's OpenAI-compatible /v1 URL)")
+        return self
 
     @field_validator("model")
     @classmethod

@@ -65,6 +65,24 @@ def use_transport(transport: Transport | None) -> None:
     _shared = transport
 
 
-def transport_for(simulated: bool) -> Transport:
-    # Simulations answer from this process's memory of the tasks: they never leave it.
-    return IN_PROCESS if simulated or _shared is None else _shared
+def direct_http(model: str, api_base: str | None, transport: str) -> bool:
+    """Whether an alias takes the lean OpenAI-wire path: when asked to, or (auto) for a self-hosted
+    OpenAI-compatible server, where litellm has nothing to translate. Hosted APIs keep litellm."""
+    if transport != "auto" or not api_base:
+        return transport == "http"
+    return model.split("/", 1)[0] in ("openai", "hosted_vllm") and "api.openai.com" not in api_base
+
+
+def shardable(model: str, api_base: str | None, transport: str = "auto") -> bool:
+    """Whether calls of this alias would go through litellm, and so through shards when there are any."""
+    return not model.startswith("sim/") and not direct_http(model, api_base, transport)
+
+
+def transport_for(model: str, api_base: str | None, transport: str = "auto") -> Transport:
+    if model.startswith("sim/"):
+        return IN_PROCESS  # simulations answer from this process's memory of the tasks
+    if direct_http(model, api_base, transport):
+        from awm_runtime.models._http import DIRECT_HTTP
+
+        return DIRECT_HTTP
+    return IN_PROCESS if _shared is None else _shared

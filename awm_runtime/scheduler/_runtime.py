@@ -41,7 +41,7 @@ from awm_runtime.logs import (
     record_line,
     repair_tail,
 )
-from awm_runtime.models import apply_routes, load_registry, preflight
+from awm_runtime.models import apply_routes, load_registry, preflight, shutdown, start_shards
 from awm_runtime.report import RunStats
 from awm_runtime.scheduler._plan import plan_episodes, select_tasks
 from awm_runtime.worlds import AwmWorld, load_split, load_worlds
@@ -132,7 +132,12 @@ async def prepare(config: RunConfig) -> PreparedRun:
     if config.judge:
         ctx.client(config.judge, "judge")  # plug-ins that judge use this client; preflight checks it now
     roles = [(role, client.config) for (role, _alias), client in ctx.clients.items()]
-    await preflight(roles, mode=config.preflight)
+    try:
+        await start_shards(config.model_procs, [cfg for _, cfg in roles])
+        await preflight(roles, mode=config.preflight)
+    except BaseException:
+        await shutdown()
+        raise
     secrets = [s for _, cfg in roles if cfg.api_key_env and (s := os.environ.get(cfg.api_key_env, ""))]
     return PreparedRun(config, world, tasks, harnesses, ctx, secrets)
 
@@ -212,6 +217,7 @@ async def run(config: RunConfig, *, sinks: Sequence[Sink] = (), prepared: Prepar
         events.flush()
         events.close()
         prep.world.close()
+        await shutdown()
     return RunResult(run_id, out, summary, prep.planned, to_run, len(done))
 
 

@@ -105,7 +105,7 @@ def test_no_episode_is_lost_in_a_storm_of_429s_and_500s(tmp_path: Path) -> None:
     with FakeOpenAI(key=POLICY_KEY, models=("oracle-7b",), responder=responder, max_lifetime_s=400) as server:
         config = tmp_path / "awm.toml"
         config.write_text(alias("loop", "openai/oracle-7b", server.url, "POLICY_KEY", max_concurrency=32,
-                                retries={"rate_limit": 12, "server": 8}))
+                                retries={"rate_limit": 12, "server": 8}, transport="litellm"))
         out = tmp_path / "run"
         proc = awm_run("--config", str(config), "--policy", "loop", "--expert", "none", "--concurrency", "32",
                        "--preflight", "quick", "--out", str(out), "--quiet", env=KEYS, timeout=400)
@@ -122,13 +122,15 @@ def test_no_episode_is_lost_in_a_storm_of_429s_and_500s(tmp_path: Path) -> None:
 
 
 def test_exhausted_retries_are_errors_never_incomplete(tmp_path: Path) -> None:
+    """Through litellm in a model-call shard process, so that path is exercised end to end too."""
     with FakeOpenAI(key=POLICY_KEY, models=("m",), default=Reply.error(503, "overloaded"),
                     max_lifetime_s=120) as server:
         config = tmp_path / "awm.toml"
-        config.write_text(alias("down", "openai/m", server.url, "POLICY_KEY", retries={"server": 2}))
+        config.write_text(alias("down", "openai/m", server.url, "POLICY_KEY", retries={"server": 2},
+                                transport="litellm"))
         out = tmp_path / "run"
         proc = awm_run("--config", str(config), "--policy", "down", "--expert", "none", "--scenarios", "homehub*",
-                       "--tasks", "0-3", "--out", str(out), "--quiet", env=KEYS)
+                       "--tasks", "0-3", "--model-procs", "1", "--out", str(out), "--quiet", env=KEYS)
     assert proc.returncode == 0, proc.stderr
     recs = records(out)
     assert len(recs) == 4

@@ -1,4 +1,5 @@
-"""The model client over real HTTP: litellm to our loopback OpenAI-compatible server."""
+"""The model client over real HTTP to our loopback OpenAI-compatible server, through both transports:
+litellm, and the direct OpenAI-wire path that `auto` picks for self-hosted servers."""
 
 from __future__ import annotations
 
@@ -15,8 +16,17 @@ KEY = "k-policy-123456"
 HI = [{"role": "user", "content": "hi"}]
 
 
+TRANSPORT = ["litellm"]
+
+
+@pytest.fixture(autouse=True, params=["litellm", "http"])
+def transport(request: pytest.FixtureRequest) -> str:
+    TRANSPORT[0] = request.param
+    return str(request.param)
+
+
 def client(server: FakeOpenAI, role: str = "policy", **extra: object) -> ModelClient:
-    fields: dict[str, object] = {"timeout_s": 10, "backoff_s": 0.01, **extra}
+    fields: dict[str, object] = {"timeout_s": 10, "backoff_s": 0.01, "transport": TRANSPORT[0], **extra}
     cfg = ModelConfig(alias=f"fake-{role}", model="openai/fake-model", api_base=server.url, api_key_env="FAKE_KEY",
                       **fields)  # type: ignore[arg-type]
     return ModelClient(cfg, role)
@@ -132,7 +142,7 @@ async def test_connection_refused_is_retried_then_reported() -> None:
     with FakeOpenAI(key=KEY) as s:
         url = s.url
     cfg = ModelConfig(alias="gone", model="openai/fake-model", api_base=url, api_key_env="FAKE_KEY", timeout_s=5,
-                      backoff_s=0.01, retries={"connection": 1})
+                      backoff_s=0.01, retries={"connection": 1}, transport=TRANSPORT[0])
     with pytest.raises(ModelError) as info:
         await ModelClient(cfg, "expert").complete(HI)
     assert info.value.kind == "connection" and info.value.role == "expert"
@@ -175,6 +185,7 @@ async def test_configured_prices_give_cost() -> None:
 async def test_litellm_cost_map_prices_known_models() -> None:
     with FakeOpenAI(key=KEY, models=("gpt-4.1-mini",), default=Reply(usage={
             "prompt_tokens": 1_000_000, "completion_tokens": 0, "total_tokens": 1_000_000})) as s:
-        cfg = ModelConfig(alias="mini", model="openai/gpt-4.1-mini", api_base=s.url, api_key_env="FAKE_KEY")
+        cfg = ModelConfig(alias="mini", model="openai/gpt-4.1-mini", api_base=s.url, api_key_env="FAKE_KEY",
+                          transport=TRANSPORT[0])
         reply = await ModelClient(cfg, "expert").complete(HI)
     assert reply.usage.cost_usd > 0  # from litellm's local cost map, no price configured
