@@ -37,7 +37,7 @@ class ModelClient:
         self._limiter = limiter_for(config.endpoint, config.api_key_env, config.max_concurrency, role,
                                     rpm=config.rpm, tpm=config.tpm)
         self._transport = transport  # resolved at the first call, so shards started after us are used
-        self._prices: Prices | None = None
+        self.prices: Prices = prices_for(config)  # now, at build time: never a file read mid-run
 
     async def complete(self, messages: list[dict[str, Any]], *, tools: list[dict[str, Any]] | None = None,
                        params: dict[str, Any] | None = None) -> ModelReply:
@@ -55,7 +55,7 @@ class ModelClient:
             raise retries.final(last, exc.last_attempt.attempt_number) from last.__cause__
         except AttemptError as exc:
             raise retries.final(exc, retrying.statistics.get("attempt_number", 1)) from exc.__cause__
-        reply.usage.cost_usd = self.prices().cost(reply.usage.prompt_tokens, reply.usage.completion_tokens)
+        reply.usage.cost_usd = self.prices.cost(reply.usage.prompt_tokens, reply.usage.completion_tokens)
         return reply
 
     async def _attempt(self, messages: list[dict[str, Any]], params: dict[str, Any],
@@ -83,11 +83,6 @@ class ModelClient:
         if self._transport is None:
             self._transport = transport_for(self.config.model, self.config.api_base, self.config.transport)
         return self._transport
-
-    def prices(self) -> Prices:
-        if self._prices is None:
-            self._prices = prices_for(self.config)
-        return self._prices
 
 
 __all__ = ["ModelClient", "ModelError", "ModelReply", "estimate_tokens"]
