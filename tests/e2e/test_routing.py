@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -49,11 +51,18 @@ def is_expert_request(request: dict[str, Any]) -> bool:
     return any(EXPERT_MARKER in str(m.get("content") or "") for m in request.get("messages", []))
 
 
-def test_policy_and_expert_calls_go_to_their_own_endpoints_with_their_own_keys(tmp_path: Path) -> None:
-    with FakeOpenAI(key=POLICY_KEY, models=("novice-7b",), responder=sim_responder("novice"),
-                    max_lifetime_s=240) as pol, \
+@contextmanager
+def two_servers(policy: str) -> Iterator[tuple[FakeOpenAI, FakeOpenAI]]:
+    """A policy server (`{policy}-7b`, POLICY_KEY) and an oracle server (`oracle-70b`, EXPERT_KEY)."""
+    with FakeOpenAI(key=POLICY_KEY, models=(f"{policy}-7b",), responder=sim_responder(policy),
+                    max_lifetime_s=240) as first, \
          FakeOpenAI(key=EXPERT_KEY, models=("oracle-70b",), responder=sim_responder("oracle"),
-                    max_lifetime_s=240) as exp:
+                    max_lifetime_s=240) as second:
+        yield first, second
+
+
+def test_policy_and_expert_calls_go_to_their_own_endpoints_with_their_own_keys(tmp_path: Path) -> None:
+    with two_servers("novice") as (pol, exp):
         config = tmp_path / "awm.toml"
         config.write_text(alias("pol", "openai/novice-7b", pol.url, "POLICY_KEY", max_concurrency=8,
                                 input_cost_per_mtok=1.0, output_cost_per_mtok=2.0)
@@ -80,10 +89,7 @@ def test_policy_and_expert_calls_go_to_their_own_endpoints_with_their_own_keys(t
 
 
 def test_role_flags_route_without_a_config_file(tmp_path: Path) -> None:
-    with FakeOpenAI(key=POLICY_KEY, models=("oracle-7b",), responder=sim_responder("oracle"),
-                    max_lifetime_s=240) as pol, \
-         FakeOpenAI(key=EXPERT_KEY, models=("oracle-70b",), responder=sim_responder("oracle"),
-                    max_lifetime_s=240) as judge:
+    with two_servers("oracle") as (pol, judge):
         out = tmp_path / "run"
         proc = awm_run("--policy", "sim/oracle", "--policy-model", "openai/oracle-7b", "--policy-base", pol.url,
                        "--policy-key-env", "POLICY_KEY", "--expert", "none",
