@@ -1,8 +1,10 @@
 """Model routing: the time our layer adds per call over bare litellm, and throughput at high concurrency.
 
 Both are measured against `python -m awm_runtime.testing` running in another process on loopback.
-(1) overhead: sequential calls to a zero-latency server, ModelClient vs `litellm.acompletion`,
-interleaved in blocks so both see the same machine load; p50 of each and their difference.
+(1) overhead: sequential calls to a zero-latency server, ModelClient (through litellm) vs
+`litellm.acompletion`, alternating call by call so both see the same machine load; the median of
+the paired differences. Also our layer alone (limits, retries, accounting) over a null transport,
+which machine load hardly disturbs.
 (2) throughput: N calls kept in flight for a while against a server that answers after L seconds;
 completions per second against the ideal N / L, with client and server CPU per call.
 """
@@ -115,24 +117,28 @@ async def overhead(calls: int) -> dict[str, Any]:
     reset_limiters()
     with Server(0.0) as server:
         sides = {"bare": _bare(server.url), "ours": _ours(server.url, 64, "litellm"), "http": _ours(server.url, 64)}
-        for call in sides.values():
-            for _ in range(30):  # warm: imports, connection pools, caches
-                await call()
         times: dict[str, list[float]] = {name: [] for name in sides}
         cpu: dict[str, float] = dict.fromkeys(sides, 0.0)
-        block = 20
-        for _ in range(max(1, calls // block)):
-            for name, call in sides.items():
-                c0 = time.process_time()
-                for _ in range(block):
-                    t0 = time.perf_counter()
-                    await call()
+
+        async def measure(names: tuple[str, ...]) -> None:
+            for name in names:
+                for _ in range(30):  # warm: imports, connection pools, caches
+                    await sides[name]()
+            for _ in range(calls):
+                for name in names:
+                    c0, t0 = time.process_time(), time.perf_counter()
+                    await sides[name]()
                     times[name].append(time.perf_counter() - t0)
-                cpu[name] += time.process_time() - c0
+                    cpu[name] += time.process_time() - c0
+
+        await measure(("bare", "ours"))  # the pair whose difference is our layer
+        await measure(("http",))
     await shutdown()
     p50 = {k: statistics.median(v) * 1000 for k, v in times.items()}
     n = len(times["ours"])
-    out: dict[str, Any] = {"calls_per_side": n, "added_p50_ms": round(p50["ours"] - p50["bare"], 3)}
+    paired = statistics.median(o - b for o, b in zip(times["ours"], times["bare"], strict=True)) * 1000
+    out: dict[str, Any] = {"calls_per_side": n, "added_p50_ms": round(paired, 3),
+                           "layer_only_us": round(await _layer_only_us(), 1)}
     for name in sides:  # bare litellm; ours through litellm; ours through the direct OpenAI-wire transport
         out[f"{name}_p50_ms"] = round(p50[name], 3)
         out[f"{name}_cpu_ms_per_call"] = round(cpu[name] / n * 1000, 3)
@@ -176,6 +182,25 @@ async def throughput(make: Callable[[str, int], Call], concurrency: int, latency
             "server_cpu_ms_per_call": round(server_cpu / total * 1000, 2)}
 
 
+async def _layer_only_us(n: int = 20000) -> float:
+    """Microseconds per call of ModelClient itself, over a transport that answers at once."""
+    from awm_runtime._types import Usage
+    from awm_runtime.models import ModelClient, ModelConfig, ModelReply
+
+    class Instant:
+        async def attempt(self, *_: Any) -> ModelReply:
+            return ModelReply(content="ok", usage=Usage(calls=1, prompt_tokens=10, completion_tokens=2))
+
+    client = ModelClient(ModelConfig(alias="null", model="openai/null", api_base="http://127.0.0.1:9/v1"), "policy",
+                         transport=Instant())
+    for _ in range(1000):
+        await client.complete(PROMPT)
+    started = time.perf_counter()
+    for _ in range(n):
+        await client.complete(PROMPT)
+    return (time.perf_counter() - started) / n * 1e6
+
+
 def _loads(specs: list[str] | None) -> list[tuple[int, float]]:
     out = []
     for spec in specs or ["256x2", "1000x5"]:
@@ -196,6 +221,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         o = await overhead(args.calls)
         result["overhead"] = o
         table.append(["added p50 per call over bare litellm", f"{o['added_p50_ms']} ms", "<= 0.5 ms"])
+        table.append(["our layer alone (null transport)", f"{o['layer_only_us']} us", ""])
         cpu = f"{o['bare_cpu_ms_per_call']} / {o['ours_cpu_ms_per_call']} / {o['http_cpu_ms_per_call']} ms"
         table.append(["CPU per call: bare / ours via litellm / ours direct", cpu, ""])
         table.append(["p50 per call: ours direct vs bare litellm", f"{o['http_p50_ms']} vs {o['bare_p50_ms']} ms", ""])

@@ -62,8 +62,10 @@ class ModelClient:
                        retries: CallRetries) -> ModelReply:
         estimate = estimate_tokens(messages, params) if self._limiter.tpm else 0
         async with self._limiter.slot(estimate) as slot:
-            # The last attempt gets what is left of the deadline, never more than the alias's timeout.
-            timeout_s = max(1.0, min(self.config.timeout_s, retries.remaining_s()))
+            # The last attempt gets what is left of the deadline, never more than the alias's timeout. Whole
+            # seconds: litellm caches its HTTP clients by timeout, and a new client per call costs ~1 ms.
+            remaining = retries.remaining_s()
+            timeout_s = self.config.timeout_s if remaining >= self.config.timeout_s else max(1.0, float(int(remaining)))
             try:
                 async with asyncio.timeout(timeout_s + _TIMEOUT_GRACE_S):
                     reply = await self.transport.attempt(self.route, messages, params, timeout_s)
