@@ -28,7 +28,7 @@ class BuildContext:
     def client(self, alias: str, role: str) -> ModelClient:
         key = (role, alias)
         if key not in self.clients:
-            config = self.registry.get(alias)
+            config = self.registry.resolve(alias, role)
             self.clients[key] = ModelClient(config, role)
             if config.simulated:
                 self.teach_simulations()

@@ -69,6 +69,19 @@ class RunConfig(BaseModel):
     resume: bool = False
     seed: int = 0
     config_path: Path | None = None
+    # Model routing (issue 5): a judge role, per-role endpoint/model/key-variable overrides of the alias
+    # each role uses, the preflight depth, and model-call shard processes (0 = litellm in this process).
+    policy_base: str | None = None
+    policy_model: str | None = None
+    policy_key_env: str | None = None
+    expert_base: str | None = None
+    expert_model: str | None = None
+    expert_key_env: str | None = None
+    judge_base: str | None = None
+    judge_model: str | None = None
+    judge_key_env: str | None = None
+    preflight: Literal["full", "quick", "off"] = "full"
+    model_procs: int | None = Field(default=None, ge=0)  # None: auto (none on machines with <= 2 cores)
 
     @field_validator("nudges", mode="before")
     @classmethod

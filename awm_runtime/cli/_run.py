@@ -61,11 +61,22 @@ def parser() -> argparse.ArgumentParser:
       help="skip tasks whose verifier already passes on the untouched DB (checked once per dataset, cached)")
     a("--verifier", choices=("code", "sql"), help="code: the verifier decides (default); sql: it gathers evidence "
                                                  "and the --judge model decides")
-    a("--judge", metavar="ALIAS", help="model alias of the SQL-mode judge (role judge)")
+    a("--judge", metavar="ALIAS", help="model alias for the judge role, which decides SQL-mode verdicts")
     a("--foreign-keys", action="store_true", default=None, help="enforce PRAGMA foreign_keys in world DBs")
     a("--tool-timeout", type=float, dest="tool_timeout_s", metavar="S",
       help="seconds a tool call may take before its episode ends as a world error (default 30)")
     a("--world-workers", type=int, metavar="N", help="world worker processes (default: one per core, 2 to 8)")
+    # Model routing: each role's endpoint, model and key variable can be changed without editing awm.toml.
+    for role in ("policy", "expert", "judge"):
+        a(f"--{role}-base", metavar="URL", help=f"send every {role} call to this OpenAI-compatible base URL")
+        a(f"--{role}-model", metavar="MODEL", help=f"litellm model string for the {role} (e.g. openai/NAME)")
+        a(f"--{role}-key-env", metavar="VAR", help=f"environment variable holding the {role}'s API key")
+    a("--preflight", choices=("full", "quick", "off"),
+      help="before the run: full = keys, endpoints, models and one tiny completion per alias (default); "
+           "quick = no completion; off = no checks")
+    a("--model-procs", type=int, metavar="N",
+      help="run litellm calls in N shard processes (0 = in this process; default: 0 on <= 2 cores, else "
+           "half the cores up to 4). Self-hosted OpenAI-compatible endpoints skip litellm and need none")
     a("--quiet", action="store_true", help="no progress bar; print only the summary")
     a("--json", action="store_true", help="print the summary as JSON on stdout (implies --quiet)")
     return p

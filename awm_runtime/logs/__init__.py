@@ -1,6 +1,6 @@
 """Structured logs, secret redaction, and the run directory writer and reader."""
 
-from awm_runtime.logs._redact import REDACTED, Redactor
+from awm_runtime.logs._redact import REDACTED, Redactor, redact
 from awm_runtime.logs._rundir import (
     EPISODES,
     EVENTS,
@@ -30,6 +30,7 @@ __all__ = [
     "iter_records",
     "read_manifest",
     "record_line",
+    "redact",
     "repair_tail",
     "reset_logging",
 ]

@@ -1,4 +1,4 @@
-"""A structlog processor that removes secrets from every event before it is rendered."""
+"""Secret redaction: a structlog processor for every event, and `redact` for error messages."""
 
 from __future__ import annotations
 
@@ -6,9 +6,27 @@ import re
 from collections.abc import Iterable, MutableMapping
 from typing import Any
 
-_KEYLIKE = re.compile(r"(sk-[A-Za-z0-9_\-]{8,}|Bearer\s+[A-Za-z0-9._\-]{8,})")
+# Key shapes that may reach us in a provider's error text even when we do not know the key itself:
+# OpenAI-style `sk-…`, a bearer header, Google `AIza…`, and `key=…` / `api_key: …` in URLs or dumps.
+_KEYLIKE = re.compile(
+    r"\bsk-[A-Za-z0-9_\-]{8,}"
+    r"|\bAIza[0-9A-Za-z_\-]{20,}"
+    r"|(?P<pre>Bearer\s+|[?&]key=|api_?key[\"']?\s*[:=]\s*[\"']?)[^\s\"'&,)]{8,}",
+    re.I,
+)
+_HINTS = ("sk-", "Bearer", "AIza", "key", "KEY", "Key")
 _SECRET_FIELDS = re.compile(r"(api_?key|authorization|secret|token|password)$", re.I)
 REDACTED = "[REDACTED]"
+
+
+def redact(text: str, secrets: Iterable[str] = ()) -> str:
+    """`text` with every known secret and every key-shaped string replaced by [REDACTED]."""
+    for secret in secrets:
+        if secret and secret in text:
+            text = text.replace(secret, REDACTED)
+    if not any(h in text for h in _HINTS):
+        return text
+    return _KEYLIKE.sub(lambda m: (m.group("pre") or "") + REDACTED, text)
 
 
 class Redactor:
@@ -19,15 +37,14 @@ class Redactor:
 
     def scrub(self, value: Any) -> Any:
         if isinstance(value, str):
-            for secret in self.secrets:
-                if secret in value:
-                    value = value.replace(secret, REDACTED)
-            return _KEYLIKE.sub(REDACTED, value) if ("sk-" in value or "Bearer" in value) else value
+            return redact(value, self.secrets)
         if isinstance(value, dict):
             return {k: REDACTED if isinstance(k, str) and _SECRET_FIELDS.search(k) and v else self.scrub(v)
                     for k, v in value.items()}
         if isinstance(value, list | tuple):
             return [self.scrub(v) for v in value]
+        if isinstance(value, BaseException):
+            return redact(f"{type(value).__name__}: {value}", self.secrets)
         return value
 
     def __call__(self, logger: Any, method: str, event: MutableMapping[str, Any]) -> MutableMapping[str, Any]:

@@ -1,18 +1,39 @@
-"""The model layer: aliases from awm.toml, one client per role, retries by error class."""
+"""The model layer: aliases from awm.toml, one client per role, retries by error class, limits
+per endpoint, preflight, and optional model-call shard processes."""
 
-from awm_runtime.models._client import ModelClient, ModelReply
+from awm_runtime.models._client import ModelClient, ModelReply, estimate_tokens
 from awm_runtime.models._limits import EndpointStats, endpoint_stats, reset_limiters
-from awm_runtime.models._registry import BUILTIN_ALIASES, ModelConfig, ModelRegistry, load_registry, load_toml
+from awm_runtime.models._preflight import preflight
+from awm_runtime.models._registry import (
+    BUILTIN_ALIASES,
+    ROLES,
+    ModelConfig,
+    ModelRegistry,
+    apply_routes,
+    load_registry,
+    load_toml,
+)
+from awm_runtime.models._retry import DEFAULT_RETRIES, RetryPolicy
+from awm_runtime.models._shards import shutdown, start_shards, stop_shards
 
 __all__ = [
     "BUILTIN_ALIASES",
+    "DEFAULT_RETRIES",
+    "ROLES",
     "EndpointStats",
     "ModelClient",
     "ModelConfig",
     "ModelRegistry",
     "ModelReply",
+    "RetryPolicy",
+    "apply_routes",
     "endpoint_stats",
+    "estimate_tokens",
     "load_registry",
     "load_toml",
+    "preflight",
     "reset_limiters",
+    "shutdown",
+    "start_shards",
+    "stop_shards",
 ]

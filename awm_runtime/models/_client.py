@@ -1,118 +1,90 @@
-"""ModelClient: one role's calls to one alias through litellm, with retries by error class."""
+"""ModelClient: one role's calls to one alias, under its endpoint's limits, retried by error class."""
 
 from __future__ import annotations
 
 import asyncio
-import os
-import random
-import time
-from dataclasses import dataclass, field
 from typing import Any
 
+from tenacity import AsyncRetrying, RetryError
+
 from awm_runtime._errors import ModelError
-from awm_runtime._types import Usage
-from awm_runtime.models._exceptions import RETRYABLE, retry_after_s, to_model_error
+from awm_runtime.models._exceptions import AttemptError
 from awm_runtime.models._limits import limiter_for
-from awm_runtime.models._litellm import litellm
+from awm_runtime.models._pricing import Prices, prices_for
 from awm_runtime.models._registry import ModelConfig
+from awm_runtime.models._reply import ModelReply
+from awm_runtime.models._retry import CallRetries, RetryPolicy, tenacity_kwargs
+from awm_runtime.models._transport import Route, Transport, transport_for
 
-# Attempts per error class; a class not listed is not retried (400s, auth, context overflow, ...).
-DEFAULT_ATTEMPTS = {"rate_limit": 6, "server": 4, "timeout": 3, "connection": 4}
+# Our own timer on top of litellm's, so a call that ignores its timeout still ends.
+_TIMEOUT_GRACE_S = 5.0
 
 
-@dataclass(slots=True)
-class ModelReply:
-    """A completion, reduced to what the runtime uses. `tool_calls` keep raw JSON argument strings."""
-
-    content: str | None
-    tool_calls: list[dict[str, Any]] = field(default_factory=list)
-    reasoning: str | None = None
-    finish_reason: str | None = None
-    usage: Usage = field(default_factory=Usage)
-    latency_s: float = 0.0
-    logprobs: list[Any] | None = None
-    token_ids: list[int] | None = None
+def estimate_tokens(messages: list[dict[str, Any]], params: dict[str, Any]) -> int:
+    """A cheap upper-ish guess for tpm budgets (4 characters a token, plus the completion cap)."""
+    chars = sum(len(m.get("content") or "") if isinstance(m.get("content"), str) else 200 for m in messages)
+    return chars // 4 + int(params.get("max_tokens") or params.get("max_completion_tokens") or 256)
 
 
 class ModelClient:
     """Calls one alias on behalf of one role (policy, expert or judge)."""
 
-    def __init__(self, config: ModelConfig, role: str) -> None:
+    def __init__(self, config: ModelConfig, role: str, *, transport: Transport | None = None) -> None:
         self.config = config
         self.role = role
-        self._limiter = limiter_for(config.endpoint, config.api_key_env, config.max_concurrency, role)
-
-    def _api_key(self) -> str | None:
-        return os.environ.get(self.config.api_key_env) if self.config.api_key_env else None
-
-    def _secrets(self) -> tuple[str, ...]:
-        key = self._api_key()
-        return (key,) if key else ()
+        self.route = Route(role, config.alias, config.model, config.api_base, config.api_key_env)
+        self.retry_policy = RetryPolicy.of(config)
+        self._limiter = limiter_for(config.endpoint, config.api_key_env, config.max_concurrency, role,
+                                    rpm=config.rpm, tpm=config.tpm)
+        self._transport = transport  # resolved at the first call, so shards started after us are used
+        self.prices: Prices = prices_for(config)  # now, at build time: never a file read mid-run
 
     async def complete(self, messages: list[dict[str, Any]], *, tools: list[dict[str, Any]] | None = None,
                        params: dict[str, Any] | None = None) -> ModelReply:
+        """One completion, retried by error class. Raises ModelError when it fails for good."""
         call_params: dict[str, Any] = {**self.config.params, **(params or {})}
         if tools:
             call_params["tools"] = tools
-        attempts: dict[str, int] = {}
-        deadline = time.monotonic() + self.config.timeout_s * 4
-        total = 0
-        while True:
-            total += 1
+        retries = CallRetries(self.retry_policy, self._limiter.endpoint)
+        retrying = AsyncRetrying(**tenacity_kwargs(retries, self._limiter.sleep_backoff))
+        try:
+            reply: ModelReply = await retrying(self._attempt, messages, call_params, retries)
+        except RetryError as exc:
+            last = exc.last_attempt.exception()
+            assert isinstance(last, AttemptError)
+            raise retries.final(last, exc.last_attempt.attempt_number) from last.__cause__
+        except AttemptError as exc:
+            raise retries.final(exc, retrying.statistics.get("attempt_number", 1)) from exc.__cause__
+        reply.usage.cost_usd = self.prices.cost(reply.usage.prompt_tokens, reply.usage.completion_tokens)
+        return reply
+
+    async def _attempt(self, messages: list[dict[str, Any]], params: dict[str, Any],
+                       retries: CallRetries) -> ModelReply:
+        estimate = estimate_tokens(messages, params) if self._limiter.tpm else 0
+        async with self._limiter.slot(estimate) as slot:
+            # The last attempt gets what is left of the deadline, never more than the alias's timeout. Whole
+            # seconds: litellm caches its HTTP clients by timeout, and a new client per call costs ~1 ms.
+            remaining = retries.remaining_s()
+            timeout_s = self.config.timeout_s if remaining >= self.config.timeout_s else max(1.0, float(int(remaining)))
             try:
-                async with self._limiter.slot():
-                    return await self._once(messages, call_params)
-            except asyncio.CancelledError:
+                async with asyncio.timeout(timeout_s + _TIMEOUT_GRACE_S):
+                    reply = await self.transport.attempt(self.route, messages, params, timeout_s)
+            except AttemptError as exc:
+                slot.failed(exc.kind)
                 raise
-            except Exception as exc:
-                self._limiter.errors += 1
-                error = to_model_error(exc, role=self.role, alias=self.config.alias,
-                                       secrets=self._secrets(), attempts=total)
-                attempts[error.kind] = attempts.get(error.kind, 0) + 1
-                limit = DEFAULT_ATTEMPTS.get(error.kind, 1) if self.config.max_retries is None \
-                    else (self.config.max_retries + 1 if error.kind in RETRYABLE else 1)
-                if attempts[error.kind] >= limit:
-                    raise error from exc
-                wait = retry_after_s(exc) if error.kind == "rate_limit" else None
-                if wait is None:
-                    wait = min(30.0, 0.5 * 2 ** (attempts[error.kind] - 1)) * (0.5 + random.random())
-                if time.monotonic() + wait > deadline:
-                    raise ModelError(f"{error} (retry deadline reached)", kind=error.kind,
-                                     role=self.role, alias=self.config.alias) from exc
-                async with self._limiter.backoff():
-                    await asyncio.sleep(wait)
+            except TimeoutError as exc:
+                slot.failed("timeout")
+                raise AttemptError(f"{self.role} model {self.config.alias!r} failed (timeout): no answer in "
+                                   f"{timeout_s:g}s", kind="timeout", role=self.role, alias=self.config.alias,
+                                   detail=f"no answer in {timeout_s:g}s") from exc
+            slot.succeeded(reply.usage.prompt_tokens, reply.usage.completion_tokens)
+            return reply
 
-    async def _once(self, messages: list[dict[str, Any]], params: dict[str, Any]) -> ModelReply:
-        started = time.perf_counter()
-        response = await litellm().acompletion(
-            model=self.config.model, messages=messages, api_base=self.config.api_base,
-            api_key=self._api_key(), timeout=self.config.timeout_s, num_retries=0, **params,
-        )
-        return self._reply(response, time.perf_counter() - started)
+    @property
+    def transport(self) -> Transport:
+        if self._transport is None:
+            self._transport = transport_for(self.config.model, self.config.api_base, self.config.transport)
+        return self._transport
 
-    def _reply(self, response: Any, latency_s: float) -> ModelReply:
-        choice = response.choices[0]
-        message = choice.message
-        tool_calls = [
-            {"id": tc.id or f"call_{i}", "type": "function",
-             "function": {"name": tc.function.name or "", "arguments": tc.function.arguments or ""}}
-            for i, tc in enumerate(getattr(message, "tool_calls", None) or [])
-        ]
-        raw_usage = getattr(response, "usage", None)
-        prompt = int(getattr(raw_usage, "prompt_tokens", 0) or 0)
-        completion = int(getattr(raw_usage, "completion_tokens", 0) or 0)
-        return ModelReply(
-            content=message.content,
-            tool_calls=tool_calls,
-            reasoning=getattr(message, "reasoning_content", None),
-            finish_reason=choice.finish_reason,
-            usage=Usage(calls=1, prompt_tokens=prompt, completion_tokens=completion,
-                        cost_usd=self._cost(prompt, completion)),
-            latency_s=latency_s,
-        )
 
-    def _cost(self, prompt: int, completion: int) -> float:
-        c = self.config
-        if c.input_cost_per_mtok is None and c.output_cost_per_mtok is None:
-            return 0.0
-        return (prompt * (c.input_cost_per_mtok or 0.0) + completion * (c.output_cost_per_mtok or 0.0)) / 1e6
+__all__ = ["ModelClient", "ModelError", "ModelReply", "estimate_tokens"]

@@ -2,14 +2,23 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from awm_runtime._errors import ModelError, ModelErrorKind
+from awm_runtime.logs import redact
 from awm_runtime.models._litellm import litellm
 
 RETRYABLE: frozenset[str] = frozenset({"rate_limit", "server", "timeout", "connection"})
-_KEYLIKE = re.compile(r"(sk-[A-Za-z0-9_\-]{8,}|Bearer\s+[A-Za-z0-9._\-]{8,})")
+
+
+class AttemptError(ModelError):
+    """One failed attempt, classified; the retry layer decides whether another follows."""
+
+    def __init__(self, message: str, *, kind: ModelErrorKind, role: str = "", alias: str = "",
+                 retry_after_s: float | None = None, detail: str = "") -> None:
+        super().__init__(message, kind=kind, role=role, alias=alias)
+        self.retry_after_s = retry_after_s
+        self.detail = detail  # the provider's first line, redacted, without our prefix
 
 
 def _caused_by_our_environment(exc: BaseException) -> bool:
@@ -24,10 +33,34 @@ def _caused_by_our_environment(exc: BaseException) -> bool:
     return "No module named" in str(exc)
 
 
+_TIMEOUT_NAMES = frozenset({"APITimeoutError", "TimeoutException", "TimeoutError", "ServerTimeoutError"})
+_CONNECTION_NAMES = frozenset({"APIConnectionError", "ConnectError", "NetworkError", "ClientConnectionError",
+                               "ConnectionError"})
+
+
+def _transport_failure(exc: BaseException) -> ModelErrorKind | None:
+    """litellm reports a refused or dropped connection as a 500; the cause chain tells the truth."""
+    seen: set[int] = set()
+    node: BaseException | None = exc
+    while node is not None and id(node) not in seen:
+        seen.add(id(node))
+        names = {c.__name__ for c in type(node).__mro__}
+        if names & _TIMEOUT_NAMES:
+            return "timeout"
+        if names & _CONNECTION_NAMES:
+            return "connection"
+        node = node.__cause__ or node.__context__
+    return None
+
+
 def classify(exc: BaseException) -> ModelErrorKind:
     """The error class of a failed call; order matters (context overflow is a BadRequest)."""
     if _caused_by_our_environment(exc):
         return "fatal"
+    if isinstance(getattr(exc, "status_code", None), int) and exc.status_code < 500:  # type: ignore[attr-defined]
+        pass  # an HTTP answer: the status decides below
+    elif kind := _transport_failure(exc):
+        return kind
     ll = litellm()
     checks: list[tuple[Any, ModelErrorKind]] = [
         (ll.ContextWindowExceededError, "context"),
@@ -47,22 +80,47 @@ def classify(exc: BaseException) -> ModelErrorKind:
         if isinstance(exc, cls):
             return kind
     status = getattr(exc, "status_code", None)
-    if isinstance(status, int):
-        if status == 429:
-            return "rate_limit"
-        if status >= 500:
-            return "server"
-        if status in (401, 403):
-            return "auth"
-        if status == 404:
-            return "not_found"
-        if 400 <= status < 500:
-            return "bad_request"
+    if isinstance(status, int) and status >= 400:
+        return kind_for_status(status, str(exc))
     if isinstance(exc, TimeoutError):
         return "timeout"
     if isinstance(exc, ConnectionError | OSError):
         return "connection"
     return "fatal"
+
+
+_CONTEXT_HINTS = ("context length", "context_length", "maximum context", "context window", "too many tokens",
+                  "prompt is too long")
+_FILTER_HINTS = ("content_filter", "content management policy", "content_policy")
+
+
+def kind_for_status(status: int, text: str = "") -> ModelErrorKind:
+    """The class of an HTTP error answer, for transports that see the status and body themselves."""
+    if status == 429:
+        return "rate_limit"
+    if status >= 500:
+        return "server"
+    if status == 408:
+        return "timeout"
+    if status in (401, 403):
+        return "auth"
+    if status == 404:
+        return "not_found"
+    lowered = text.lower()
+    if any(h in lowered for h in _CONTEXT_HINTS):
+        return "context"
+    if any(h in lowered for h in _FILTER_HINTS):
+        return "content_filter"
+    return "bad_request"
+
+
+def parse_retry_after(value: str | None) -> float | None:
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        return None
 
 
 def retry_after_s(exc: BaseException) -> float | None:
@@ -75,27 +133,17 @@ def retry_after_s(exc: BaseException) -> float | None:
     for headers in candidates:
         if not headers:
             continue
-        value = headers.get("retry-after") or headers.get("Retry-After")
-        if value is None:
-            continue
-        try:
-            return max(0.0, float(value))
-        except (TypeError, ValueError):
-            continue
+        seconds = parse_retry_after(headers.get("retry-after") or headers.get("Retry-After"))
+        if seconds is not None:
+            return seconds
     return None
 
 
-def redact(text: str, secrets: tuple[str, ...] = ()) -> str:
-    for secret in secrets:
-        if secret:
-            text = text.replace(secret, "[REDACTED]")
-    return _KEYLIKE.sub("[REDACTED]", text)
-
-
-def to_model_error(exc: BaseException, *, role: str, alias: str, secrets: tuple[str, ...] = (),
-                   attempts: int = 1) -> ModelError:
+def to_attempt_error(exc: BaseException, *, role: str, alias: str, secrets: tuple[str, ...] = ()) -> AttemptError:
+    """Translate any exception of one call into a classified, redacted AttemptError."""
     kind = classify(exc)
-    first_line = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
-    tried = f" after {attempts} attempts" if attempts > 1 else ""
-    message = redact(f"{role} model {alias!r} failed ({kind}){tried}: {first_line}", secrets)
-    return ModelError(message, kind=kind, role=role, alias=alias)
+    detail = redact((str(exc).strip().splitlines() or [type(exc).__name__])[0][:300], secrets)
+    if not detail:
+        detail = type(exc).__name__
+    return AttemptError(f"{role} model {alias!r} failed ({kind}): {detail}", kind=kind, role=role, alias=alias,
+                        retry_after_s=retry_after_s(exc) if kind == "rate_limit" else None, detail=detail)

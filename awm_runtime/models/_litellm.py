@@ -13,6 +13,10 @@ def litellm() -> Any:
     # Without this, litellm fetches its price map from the internet at import and retries with sleeps.
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     os.environ.setdefault("LITELLM_TELEMETRY", "False")
+    # litellm's aiohttp pool allows 500 connections per host (read at import): 1,000 calls in flight to
+    # one vLLM server would queue half of them in the pool. Our per-endpoint limiter is the bound.
+    os.environ.setdefault("AIOHTTP_CONNECTOR_LIMIT", "100000")
+    os.environ.setdefault("AIOHTTP_CONNECTOR_LIMIT_PER_HOST", "100000")
     import litellm as _litellm
 
     from awm_runtime.models.sim._provider import SimProvider

@@ -1,63 +1,149 @@
-"""Preflight: before a run starts, every role's key is set and every endpoint answers."""
+"""Preflight: before a run starts, every key is set, every endpoint answers, every model exists
+(where the server can say), and one tiny completion per alias goes through litellm, so a broken
+install or a bad parameter fails once, here, instead of in every episode. One line per problem."""
 
 from __future__ import annotations
 
 import asyncio
 import os
 from collections.abc import Iterable
+from typing import Literal
 
 import httpx
 
 from awm_runtime._errors import ConfigError
+from awm_runtime.models._exceptions import AttemptError
 from awm_runtime.models._registry import ModelConfig
+from awm_runtime.models._transport import Route, transport_for
+
+PreflightMode = Literal["full", "quick", "off"]
+# A busy or rate-limited endpoint is alive: the run's retries handle it. Anything else fails every episode.
+_TRANSIENT = ("rate_limit", "server", "timeout")
+_PROBE_TOOL = {"type": "function", "function": {"name": "noop", "description": "Does nothing.",
+                                                "parameters": {"type": "object", "properties": {}}}}
 
 
-def _fix_key(role: str, cfg: ModelConfig) -> str:
-    return (f"{role} model {cfg.alias!r} needs an API key: export {cfg.api_key_env}=… "
-            f"(or point api_key_env at another variable under [models.{cfg.alias}] in awm.toml)")
+class _Use:
+    """One alias config and every role that calls it."""
+
+    def __init__(self, config: ModelConfig) -> None:
+        self.config = config
+        self.roles: list[str] = []
+
+    @property
+    def label(self) -> str:
+        return f"{'/'.join(self.roles)} model {self.config.alias!r}"
+
+    def flag(self, what: str) -> str:
+        """How to fix `what` (api_base, model, api_key_env): in awm.toml, or with the role's flag."""
+        flag = {"api_base": "base URL", "model": "model PROVIDER/NAME", "api_key_env": "key-env VAR"}[what]
+        option, _, meta = flag.partition(" ")
+        return f"{what} under [models.{self.config.alias}] in awm.toml, or --{self.roles[0]}-{option} {meta}"
 
 
-async def _probe(role: str, cfg: ModelConfig, timeout_s: float) -> str | None:
-    """None if the endpoint answers and knows the model (where it can say), else the fix-it line."""
-    assert cfg.api_base
-    url = cfg.api_base.rstrip("/") + "/models"
+def _models_url(cfg: ModelConfig) -> str | None:
+    if cfg.api_base:
+        return cfg.api_base.rstrip("/") + "/models"
+    if cfg.model.startswith("openai/"):
+        base = os.environ.get("OPENAI_BASE_URL") or os.environ.get("OPENAI_API_BASE") or "https://api.openai.com/v1"
+        return base.rstrip("/") + "/models"
+    return None  # other hosted providers: the test completion is the check
+
+
+async def _probe_endpoint(users: list[_Use], url: str, timeout_s: float) -> list[str]:
+    """Fix-it lines for the aliases behind one endpoint: unreachable, key refused, or model not served."""
+    use, cfg = users[0], users[0].config
     key = os.environ.get(cfg.api_key_env or "", "")
     headers = {"Authorization": f"Bearer {key}"} if key else {}
+    base = url.removesuffix("/models")
     try:
         async with httpx.AsyncClient(timeout=timeout_s) as client:
             resp = await client.get(url, headers=headers)
+    except httpx.TimeoutException:
+        return [f"{use.label}: {base} did not answer within {timeout_s:g}s; start the server, "
+                f"or fix {use.flag('api_base')}"]
     except httpx.HTTPError as exc:
-        return (f"{role} model {cfg.alias!r}: cannot reach {cfg.api_base} ({type(exc).__name__}). Start the server, "
-                f"or change api_base under [models.{cfg.alias}] in awm.toml")
+        return [f"{use.label}: cannot reach {base} ({type(exc).__name__}); start the server, "
+                f"or fix {use.flag('api_base')}"]
     if resp.status_code in (401, 403):
-        return f"{role} model {cfg.alias!r}: {cfg.api_base} rejected the key in {cfg.api_key_env or '(none)'} " \
-               f"(HTTP {resp.status_code}); check the key"
+        where = cfg.api_key_env or "(no key variable configured)"
+        return [f"{use.label}: {base} rejected the key in {where} (HTTP {resp.status_code}); check the key, "
+                f"or set {use.flag('api_key_env')}"]
     if resp.status_code >= 400:
-        return None  # some servers have no /models; the endpoint answered, which is what we can check
+        return []  # some servers have no /models; the endpoint answered, which is what we can check
     try:
-        ids = {m.get("id") for m in resp.json().get("data", []) if isinstance(m, dict)}
-    except ValueError:
-        return None
-    served = cfg.model.split("/", 1)[1] if "/" in cfg.model else cfg.model
-    if ids and served not in ids and cfg.model not in ids:
-        return (f"{role} model {cfg.alias!r}: {cfg.api_base} does not serve {served!r} "
-                f"(it serves: {', '.join(sorted(str(i) for i in ids)[:5])}); fix model under [models.{cfg.alias}]")
+        ids = {str(m.get("id")) for m in resp.json().get("data", []) if isinstance(m, dict)}
+    except (ValueError, AttributeError):
+        return []
+    lines = []
+    for u in users:
+        model = u.config.model
+        served = model.split("/", 1)[1] if "/" in model else model
+        if ids and served not in ids and model not in ids:
+            listed = ", ".join(sorted(ids)[:5]) + (", …" if len(ids) > 5 else "")
+            lines.append(f"{u.label}: {base} does not serve {served!r} (it serves: {listed}); fix {u.flag('model')}")
+    return lines
+
+
+async def _probe_completion(use: _Use, timeout_s: float) -> str | None:
+    """One real completion of a few tokens through litellm, the way the run will call it."""
+    cfg = use.config
+    route = Route(use.roles[0], cfg.alias, cfg.model, cfg.api_base, cfg.api_key_env)
+    params = {**cfg.params, "max_tokens": 8}
+    if cfg.protocol == "native":
+        params["tools"] = [_PROBE_TOOL]  # the tool path imports more of litellm (e.g. its MCP bridge)
+    timeout = min(cfg.timeout_s, timeout_s)
+    try:
+        async with asyncio.timeout(timeout + 5):
+            transport = transport_for(cfg.model, cfg.api_base, cfg.transport)
+            await transport.attempt(route, [{"role": "user", "content": "Reply with OK."}], params, timeout)
+    except TimeoutError:
+        return None  # slow, not broken
+    except AttemptError as exc:
+        if exc.kind in _TRANSIENT:
+            return None
+        if exc.kind == "fatal":
+            return (f"{use.label}: a test completion failed inside this process, before reaching the endpoint: "
+                    f"{exc.detail}. Reinstall: pip install -c requirements.lock -e .")
+        if exc.kind == "auth":
+            return f"{use.label}: the endpoint rejected the key in {cfg.api_key_env or '(none)'}: {exc.detail}"
+        if exc.kind == "not_found":
+            return f"{use.label}: the endpoint does not know {cfg.model!r}: {exc.detail}; fix {use.flag('model')}"
+        if exc.kind == "connection":
+            return f"{use.label}: cannot reach the endpoint: {exc.detail}; fix {use.flag('api_base')}"
+        return (f"{use.label}: a one-line test completion was refused ({exc.kind}): {exc.detail}; check model and "
+                f"params under [models.{cfg.alias}] (or run with --preflight quick)")
     return None
 
 
-async def preflight(roles: Iterable[tuple[str, ModelConfig]], *, timeout_s: float = 5.0) -> None:
+async def preflight(roles: Iterable[tuple[str, ModelConfig]], *, mode: PreflightMode = "full",
+                    timeout_s: float = 10.0) -> None:
     """Raise one ConfigError listing every problem, one line each, or return if all is well."""
-    problems: list[str] = []
-    probes = []
-    seen: set[tuple[str, str]] = set()
+    if mode == "off":
+        return
+    uses: dict[tuple[str, str, str | None, str | None], _Use] = {}
     for role, cfg in roles:
-        if (role, cfg.alias) in seen or cfg.simulated:
-            continue
-        seen.add((role, cfg.alias))
-        if cfg.api_key_env and not os.environ.get(cfg.api_key_env):
-            problems.append(_fix_key(role, cfg))
-        elif cfg.api_base:
-            probes.append(_probe(role, cfg, timeout_s))
-    problems.extend(p for p in await asyncio.gather(*probes) if p)
+        if not cfg.simulated:
+            use = uses.setdefault((cfg.alias, cfg.model, cfg.api_base, cfg.api_key_env), _Use(cfg))
+            if role not in use.roles:
+                use.roles.append(role)
+    problems: list[str] = []
+    ready: list[_Use] = []
+    for use in uses.values():
+        env = use.config.api_key_env
+        if env and not os.environ.get(env):
+            problems.append(f"{use.label} needs an API key: export {env}=… (or name another variable: "
+                            f"{use.flag('api_key_env')})")
+        else:
+            ready.append(use)
+    endpoints: dict[tuple[str, str], list[_Use]] = {}
+    for use in ready:
+        url = _models_url(use.config)
+        if url is not None:
+            endpoints.setdefault((url, use.config.api_key_env or ""), []).append(use)
+    checks = await asyncio.gather(*(_probe_endpoint(users, url, timeout_s) for (url, _), users in endpoints.items()))
+    problems.extend(line for lines in checks for line in lines)
+    if mode == "full" and not problems:
+        problems.extend(p for p in await asyncio.gather(*(_probe_completion(u, timeout_s * 3) for u in ready)) if p)
     if problems:
         raise ConfigError("\n".join(problems))

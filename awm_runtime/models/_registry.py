@@ -7,7 +7,7 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from awm_runtime._errors import ConfigError
 
@@ -34,7 +34,29 @@ class ModelConfig(BaseModel):
     output_cost_per_mtok: float | None = None
     logprobs: bool = False
     tool_result_role: Literal["tool", "user"] | None = None
-    max_retries: int | None = Field(default=None, ge=0)
+    max_retries: int | None = Field(default=None, ge=0)  # retries for every retryable class
+    retries: dict[str, int] = Field(default_factory=dict)  # per class, e.g. { rate_limit = 12 }
+    retry_deadline_s: float | None = Field(default=None, gt=0)  # all attempts of one call; max(300, 2*timeout)
+    backoff_s: float = Field(default=0.5, gt=0)  # first backoff for 5xx/timeouts; doubles, with jitter
+    # auto: plain OpenAI wire format to a self-hosted openai/ or hosted_vllm/ api_base, litellm otherwise
+    transport: Literal["auto", "litellm", "http"] = "auto"
+
+    @field_validator("retries")
+    @classmethod
+    def _retry_classes(cls, v: dict[str, int]) -> dict[str, int]:
+        known = ("rate_limit", "server", "timeout", "connection")
+        for kind, n in v.items():
+            if kind not in known:
+                raise ValueError(f"retries: {kind!r} is not retryable; use one of {', '.join(known)}")
+            if not isinstance(n, int) or n < 0:
+                raise ValueError(f"retries.{kind} must be a whole number >= 0")
+        return v
+
+    @model_validator(mode="after")
+    def _http_needs_a_base(self) -> ModelConfig:
+        if self.transport == "http" and not self.api_base:
+            raise ValueError("transport = 'http' needs api_base (the server's OpenAI-compatible /v1 URL)")
+        return self
 
     @field_validator("model")
     @classmethod
@@ -70,12 +92,19 @@ BUILTIN_ALIASES: dict[str, dict[str, Any]] = {
 }
 
 
+ROLES = ("policy", "expert", "judge")
+# What `--<role>-base/-model/-key-env` may change: where a role's calls go, never its limits.
+ROLE_OVERRIDES = {"base": "api_base", "model": "model", "key_env": "api_key_env"}
+
+
 class ModelRegistry:
     """Resolves aliases to configs. Unknown aliases fail with the closest known names."""
 
-    def __init__(self, aliases: dict[str, ModelConfig], source: str = "built-in") -> None:
+    def __init__(self, aliases: dict[str, ModelConfig], source: str = "built-in",
+                 role_overrides: dict[str, dict[str, str]] | None = None) -> None:
         self._aliases = aliases
         self.source = source
+        self._role_overrides = role_overrides or {}
 
     def __contains__(self, alias: str) -> bool:
         return alias in self._aliases
@@ -100,7 +129,42 @@ class ModelRegistry:
         base.update({k: v for k, v in changes.items() if v is not None})
         aliases = dict(self._aliases)
         aliases[alias] = _validated(alias, base, "command line")
-        return ModelRegistry(aliases, self.source)
+        return ModelRegistry(aliases, self.source, self._role_overrides)
+
+    def with_role_overrides(self, role: str, **changes: str | None) -> ModelRegistry:
+        """A copy where every alias `role` uses is sent elsewhere: api_base, model and/or api_key_env
+        (the `--policy-base URL` kind of flag). Other roles using the same alias are unaffected."""
+        if role not in ROLES:
+            raise ConfigError(f"unknown role {role!r}; roles are {', '.join(ROLES)}")
+        given = {k: v for k, v in changes.items() if v is not None}
+        if not given:
+            return self
+        overrides = {**self._role_overrides, role: {**self._role_overrides.get(role, {}), **given}}
+        return ModelRegistry(self._aliases, self.source, overrides)
+
+    def resolve(self, alias: str, role: str) -> ModelConfig:
+        """The config `role` uses for `alias`: the alias, with that role's overrides applied."""
+        config = self.get(alias)
+        changes = self._role_overrides.get(role)
+        if not changes:
+            return config
+        flags = " ".join(f"--{role}-{flag.replace('_', '-')}" for flag, field in ROLE_OVERRIDES.items()
+                         if field in changes)
+        merged = {**config.model_dump(exclude={"alias"}), **changes}
+        if "model" not in changes and merged["model"].startswith("sim/"):
+            raise ConfigError(f"{flags}: the {role} alias {alias!r} is a simulation ({config.model}); "
+                              f"also give --{role}-model PROVIDER/NAME (e.g. openai/my-model) or --{role} ALIAS")
+        if "model" in changes and not changes["model"].startswith("sim/") and config.simulated:
+            merged["max_concurrency"] = ModelConfig.model_fields["max_concurrency"].default
+        return _validated(alias, merged, flags)
+
+
+def apply_routes(registry: ModelRegistry, settings: dict[str, Any]) -> ModelRegistry:
+    """Apply `<role>_base`, `<role>_model` and `<role>_key_env` settings (flags, [run], AWM_*)."""
+    for role in ROLES:
+        changes = {field: settings.get(f"{role}_{flag}") for flag, field in ROLE_OVERRIDES.items()}
+        registry = registry.with_role_overrides(role, **changes)
+    return registry
 
 
 def _validated(alias: str, fields: dict[str, Any], where: str) -> ModelConfig:

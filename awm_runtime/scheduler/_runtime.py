@@ -41,8 +41,7 @@ from awm_runtime.logs import (
     record_line,
     repair_tail,
 )
-from awm_runtime.models import load_registry
-from awm_runtime.models._preflight import preflight
+from awm_runtime.models import apply_routes, load_registry, preflight, shutdown, start_shards
 from awm_runtime.report import RunStats
 from awm_runtime.scheduler._plan import plan_episodes, select_tasks
 from awm_runtime.verifiers import Judge
@@ -110,7 +109,7 @@ def _versions() -> dict[str, str]:
 
 async def prepare(config: RunConfig) -> PreparedRun:
     """Resolve everything a run needs and check it, so bad input fails before any episode."""
-    registry = load_registry(config.config_path)
+    registry = apply_routes(load_registry(config.config_path), config.model_dump())
     world = load_worlds(config.worlds, solutions=config.solutions, options=world_options(config))
     try:
         return await _prepare(config, registry, world)
@@ -132,7 +131,8 @@ async def _prepare(config: RunConfig, registry: Any, world: AwmWorld) -> Prepare
         tasks = [t for t in tasks if t.key not in trivial]
         if not tasks:
             raise ConfigError(f"--exclude-trivial: all {len(trivial)} selected tasks already pass with no actions")
-    ctx = BuildContext(registry=registry, world=world, options={"tool_result_chars": config.tool_result_chars})
+    ctx = BuildContext(registry=registry, world=world, options={"tool_result_chars": config.tool_result_chars,
+                                                                "judge": config.judge})
     if config.verifier == "sql" and config.judge:
         world.judge = Judge(ctx.client(config.judge, "judge"), name=config.judge)
     harnesses: dict[str, Harness] = {}
@@ -147,8 +147,15 @@ async def _prepare(config: RunConfig, registry: Any, world: AwmWorld) -> Prepare
                 max_turns=c.max_turns, timeout_s=c.episode_timeout_s, on_format_error=c.on_format_error,
                 expert_budget=ExpertBudget(calls=c.expert_calls, tokens=c.expert_tokens, usd=c.expert_usd)),
         )
+    if config.judge:
+        ctx.client(config.judge, "judge")  # plug-ins that judge use this client; preflight checks it now
     roles = [(role, client.config) for (role, _alias), client in ctx.clients.items()]
-    await preflight(roles)
+    try:
+        await start_shards(config.model_procs, [cfg for _, cfg in roles])
+        await preflight(roles, mode=config.preflight)
+    except BaseException:
+        await shutdown()
+        raise
     secrets = [s for _, cfg in roles if cfg.api_key_env and (s := os.environ.get(cfg.api_key_env, ""))]
     return PreparedRun(config, world, tasks, harnesses, ctx, secrets)
 
@@ -228,6 +235,7 @@ async def run(config: RunConfig, *, sinks: Sequence[Sink] = (), prepared: Prepar
         events.flush()
         events.close()
         await asyncio.shield(prep.world.aclose())
+        await shutdown()
     return RunResult(run_id, out, summary, prep.planned, to_run, len(done))
 
 

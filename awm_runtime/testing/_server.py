@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import random
 import socket
 import threading
 import time
@@ -67,8 +68,10 @@ class FakeOpenAI:
 
     def __init__(self, *, key: str | None = None, models: tuple[str, ...] = ("fake-model",),
                  script: list[Reply] | None = None, responder: Responder | None = None,
-                 default: Reply | None = None, max_lifetime_s: float = 300.0, port: int = 0) -> None:
+                 default: Reply | None = None, max_lifetime_s: float = 300.0, port: int = 0,
+                 leak_key: bool = False) -> None:
         self.key = key
+        self.leak_key = leak_key  # answer a wrong key with the key itself, as careless providers do
         self.models = models
         self.script: deque[Reply] = deque(script or [])
         self.responder = responder
@@ -97,8 +100,10 @@ class FakeOpenAI:
         def unauthorized(request: Request) -> Response | None:
             if self.key is None or request.headers.get("authorization") == f"Bearer {self.key}":
                 return None
-            return JSONResponse({"error": {"message": "Incorrect API key provided", "type": "invalid_request_error",
-                                           "code": "invalid_api_key"}}, status_code=401)
+            shown = request.headers.get("authorization", "").removeprefix("Bearer ") if self.leak_key else ""
+            return JSONResponse({"error": {"message": f"Incorrect API key provided: {shown}".strip(),
+                                           "type": "invalid_request_error", "code": "invalid_api_key"}},
+                                status_code=401)
 
         @app.get("/v1/models")
         async def models(request: Request) -> Response:
@@ -181,6 +186,23 @@ def sim_responder(behaviour: str = "oracle", knobs: dict[str, Any] | None = None
             params["sim"] = knobs
         message = simulate(f"sim/{behaviour}", request["messages"], params)
         return Reply(content=message.get("content"), tool_calls=message.get("tool_calls"))
+
+    return respond
+
+
+def storm(inner: Responder | None = None, *, rate_limited: float = 0.3, server_errors: float = 0.15,
+          retry_after: str = "0.05", seed: int = 0) -> Responder:
+    """Fail a seeded share of requests with 429 (with Retry-After) or a 5xx; answer the rest with `inner`."""
+    rng = random.Random(seed)
+    statuses = (500, 502, 503)
+
+    def respond(request: dict[str, Any]) -> Reply:
+        roll = rng.random()
+        if roll < rate_limited:
+            return Reply.error(429, "rate limit reached, slow down", retry_after=retry_after)
+        if roll < rate_limited + server_errors:
+            return Reply.error(rng.choice(statuses), "upstream overloaded")
+        return inner(request) if inner else Reply()
 
     return respond
 

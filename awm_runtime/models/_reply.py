@@ -1,0 +1,53 @@
+"""ModelReply, and the one function that turns a litellm response into it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from awm_runtime._types import Usage
+
+
+@dataclass(slots=True)
+class ModelReply:
+    """A completion, reduced to what the runtime uses. `tool_calls` keep raw JSON argument strings."""
+
+    content: str | None
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    reasoning: str | None = None
+    finish_reason: str | None = None
+    usage: Usage = field(default_factory=Usage)
+    latency_s: float = 0.0
+    logprobs: list[Any] | None = None
+    token_ids: list[int] | None = None
+
+    def to_wire(self) -> dict[str, Any]:
+        """Plain JSON-able fields, to cross a process boundary (model-call shards)."""
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        out["usage"] = self.usage.model_dump()
+        return out
+
+    @classmethod
+    def from_wire(cls, data: dict[str, Any]) -> ModelReply:
+        return cls(**{**data, "usage": Usage(**data.get("usage", {}))})
+
+
+def to_reply(response: Any, latency_s: float) -> ModelReply:
+    """A litellm ModelResponse as a ModelReply. Tokens are counted here; cost is the client's job."""
+    choice = response.choices[0]
+    message = choice.message
+    tool_calls = [
+        {"id": tc.id or f"call_{i}", "type": "function",
+         "function": {"name": tc.function.name or "", "arguments": tc.function.arguments or ""}}
+        for i, tc in enumerate(getattr(message, "tool_calls", None) or [])
+    ]
+    raw_usage = getattr(response, "usage", None)
+    return ModelReply(
+        content=message.content,
+        tool_calls=tool_calls,
+        reasoning=getattr(message, "reasoning_content", None),
+        finish_reason=choice.finish_reason,
+        usage=Usage(calls=1, prompt_tokens=int(getattr(raw_usage, "prompt_tokens", 0) or 0),
+                    completion_tokens=int(getattr(raw_usage, "completion_tokens", 0) or 0)),
+        latency_s=latency_s,
+    )

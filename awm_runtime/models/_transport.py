@@ -1,0 +1,88 @@
+"""How one attempt reaches the model: litellm in this event loop, or in a model-call shard process."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from awm_runtime.models._exceptions import to_attempt_error
+from awm_runtime.models._litellm import litellm
+from awm_runtime.models._reply import ModelReply, to_reply
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    """Where one role's calls go. The key stays in the environment; only its variable's name travels."""
+
+    role: str
+    alias: str
+    model: str
+    api_base: str | None
+    api_key_env: str | None
+
+    def api_key(self) -> str | None:
+        return os.environ.get(self.api_key_env) if self.api_key_env else None
+
+    def to_wire(self) -> list[Any]:
+        return [self.role, self.alias, self.model, self.api_base, self.api_key_env]
+
+
+class Transport(Protocol):
+    async def attempt(self, route: Route, messages: list[dict[str, Any]], params: dict[str, Any],
+                      timeout_s: float) -> ModelReply:
+        """One HTTP attempt; raises AttemptError (classified, redacted) on any failure."""
+        ...
+
+
+class InProcess:
+    """litellm.acompletion in the caller's event loop."""
+
+    async def attempt(self, route: Route, messages: list[dict[str, Any]], params: dict[str, Any],
+                      timeout_s: float) -> ModelReply:
+        key = route.api_key()
+        started = time.perf_counter()
+        try:
+            response = await litellm().acompletion(model=route.model, messages=messages, api_base=route.api_base,
+                                                   api_key=key, timeout=timeout_s, num_retries=0, **params)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            raise to_attempt_error(exc, role=route.role, alias=route.alias, secrets=(key,) if key else ()) from exc
+        return to_reply(response, time.perf_counter() - started)
+
+
+IN_PROCESS = InProcess()
+_shared: Transport | None = None
+
+
+def use_transport(transport: Transport | None) -> None:
+    """Route the calls of clients created from now on (real models only) through `transport`;
+    None goes back to in-process litellm."""
+    global _shared
+    _shared = transport
+
+
+def direct_http(model: str, api_base: str | None, transport: str) -> bool:
+    """Whether an alias takes the lean OpenAI-wire path: when asked to, or (auto) for a self-hosted
+    OpenAI-compatible server, where litellm has nothing to translate. Hosted APIs keep litellm."""
+    if transport != "auto" or not api_base:
+        return transport == "http"
+    return model.split("/", 1)[0] in ("openai", "hosted_vllm") and "api.openai.com" not in api_base
+
+
+def shardable(model: str, api_base: str | None, transport: str = "auto") -> bool:
+    """Whether calls of this alias would go through litellm, and so through shards when there are any."""
+    return not model.startswith("sim/") and not direct_http(model, api_base, transport)
+
+
+def transport_for(model: str, api_base: str | None, transport: str = "auto") -> Transport:
+    if model.startswith("sim/"):
+        return IN_PROCESS  # simulations answer from this process's memory of the tasks
+    if direct_http(model, api_base, transport):
+        from awm_runtime.models._http import DIRECT_HTTP
+
+        return DIRECT_HTTP
+    return IN_PROCESS if _shared is None else _shared

@@ -1,0 +1,45 @@
+"""Secret redaction: known keys anywhere in an event, key-shaped strings by pattern."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import structlog
+
+from awm_runtime.logs import REDACTED, Redactor, configure_logging, redact, reset_logging
+
+SECRET = "my-very-secret-key-42"
+
+
+def test_known_secrets_and_key_shapes_are_removed_from_text() -> None:
+    text = (f"auth failed for {SECRET}; header Bearer abcdefgh12345678; sk-proj-ABCDEFGH1234; "
+            "url https://x/v1?key=AIzaSyA-1234567890abcdefghij&alt=json api_key='zz-top-secret'")
+    out = redact(text, [SECRET])
+    for leaked in (SECRET, "abcdefgh12345678", "sk-proj-ABCDEFGH1234", "AIzaSyA-1234567890abcdefghij", "zz-top-secret"):
+        assert leaked not in out
+    assert out.count(REDACTED) >= 5 and "alt=json" in out
+
+
+def test_redactor_walks_nested_events_and_secret_fields() -> None:
+    r = Redactor([SECRET])
+    event = r.scrub({"event": "x", "headers": {"Authorization": "Bearer whatever123"}, "api_key": "k",
+                     "nested": [f"a {SECRET} b", {"deep": SECRET}], "prompt_tokens": 12, "error": ValueError(SECRET)})
+    dumped = json.dumps(event)
+    assert SECRET not in dumped and event["prompt_tokens"] == 12 and event["api_key"] == REDACTED
+
+
+def test_the_structlog_pipeline_redacts_before_rendering() -> None:
+    buf = io.StringIO()
+    configure_logging(buf, secrets=[SECRET])
+    try:
+        structlog.get_logger("t").warning("model_failed", error=f"401 for key {SECRET}", key_in_url=f"?key={SECRET}")
+    finally:
+        reset_logging()
+    line = buf.getvalue()
+    assert SECRET not in line and json.loads(line)["event"] == "model_failed"
+
+
+def test_ordinary_words_that_look_a_bit_like_keys_survive() -> None:
+    text = "helpdesk-ticketing-system monkey=business primary_key_column"
+    assert redact(text) == text

@@ -1,0 +1,87 @@
+"""Preflight against loopback servers: one actionable line per problem, nothing when all is well."""
+
+from __future__ import annotations
+
+import pytest
+
+from awm_runtime import ConfigError
+from awm_runtime.models import ModelConfig, preflight
+from awm_runtime.models._exceptions import classify
+from awm_runtime.testing import FakeOpenAI, Reply
+
+KEY = "pf-key-0123456789"
+
+
+def cfg(alias: str, url: str, model: str = "openai/fake-model", **extra: object) -> ModelConfig:
+    return ModelConfig(alias=alias, model=model, api_base=url, api_key_env="PF_KEY", **extra)  # type: ignore[arg-type]
+
+
+@pytest.fixture(autouse=True)
+def _key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PF_KEY", KEY)
+
+
+async def test_all_good_sends_one_tiny_completion_per_alias_with_tools_for_native() -> None:
+    with FakeOpenAI(key=KEY, models=("fake-model", "other")) as s:
+        await preflight([("policy", cfg("p", s.url)), ("expert", cfg("e", s.url, "openai/other", protocol="hermes")),
+                         ("policy", cfg("p", s.url))])
+    assert len(s.requests) == 2
+    by_model = {r["model"]: r for r in s.requests}
+    assert by_model["fake-model"]["max_tokens"] == 8 and by_model["fake-model"]["tools"]
+    assert "tools" not in by_model["other"]
+
+
+async def test_quick_skips_the_completion_and_off_checks_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    with FakeOpenAI(key=KEY) as s:
+        await preflight([("policy", cfg("p", s.url))], mode="quick")
+    assert s.requests == []
+    monkeypatch.delenv("PF_KEY")
+    await preflight([("policy", cfg("p", "http://127.0.0.1:9/v1"))], mode="off")
+
+
+async def test_every_problem_is_one_line_saying_how_to_fix_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OTHER_KEY", "wrong-key-000000")
+    with FakeOpenAI(key=KEY) as dead:
+        dead_url = dead.url  # a port nobody listens on any more
+    with FakeOpenAI(key=KEY, models=("served",)) as s:
+        configs = [
+            ("policy", cfg("unserved", s.url, "hosted_vllm/Qwen/Qwen3-4B")),
+            ("expert", ModelConfig(alias="nokey", model="openai/x", api_base=s.url, api_key_env="MISSING_VAR_X")),
+            ("judge", ModelConfig(alias="badkey", model="openai/served", api_base=s.url + "/",
+                                  api_key_env="OTHER_KEY")),
+            ("policy", cfg("gone", dead_url)),
+            ("sim", ModelConfig(alias="sim/novice", model="sim/novice")),
+        ]
+        with pytest.raises(ConfigError) as info:
+            await preflight(configs)
+    lines = str(info.value).splitlines()
+    assert len(lines) == 4, lines
+    text = "\n".join(lines)
+    assert "export MISSING_VAR_X=" in text and "--expert-key-env VAR" in text
+    assert "does not serve 'Qwen/Qwen3-4B'" in text and "--policy-model" in text and "served" in text
+    assert "rejected the key in OTHER_KEY" in text
+    assert f"cannot reach {dead_url}" in text and "--policy-base URL" in text
+    assert KEY not in text and "wrong-key-000000" not in text
+
+
+async def test_a_refused_test_completion_fails_before_the_run() -> None:
+    server = FakeOpenAI(key=KEY, default=Reply.error(400, "unsupported parameter: foo"))
+    with server as s, pytest.raises(ConfigError) as info:
+        await preflight([("policy", cfg("p", s.url, params={"foo": 1}))])
+    assert "unsupported parameter: foo" in str(info.value) and "--preflight quick" in str(info.value)
+
+
+@pytest.mark.parametrize("reply", [Reply.error(429, retry_after="1"), Reply.error(503)])
+async def test_a_busy_endpoint_passes(reply: Reply) -> None:
+    with FakeOpenAI(key=KEY, default=reply) as s:
+        await preflight([("policy", cfg("p", s.url))])
+
+
+def test_a_broken_install_is_fatal_not_retryable() -> None:
+    try:
+        try:
+            import awm_runtime_no_such_module  # type: ignore[import-not-found]  # noqa: F401
+        except ImportError as inner:
+            raise RuntimeError("Connection error.") from inner
+    except RuntimeError as exc:
+        assert classify(exc) == "fatal"
