@@ -15,6 +15,7 @@ from awm_runtime.models._exceptions import RETRYABLE, retry_after_s, to_model_er
 from awm_runtime.models._limits import limiter_for
 from awm_runtime.models._litellm import litellm
 from awm_runtime.models._registry import ModelConfig
+from awm_runtime.models._tokens import token_fields
 
 # Attempts per error class; a class not listed is not retried (400s, auth, context overflow, ...).
 DEFAULT_ATTEMPTS = {"rate_limit": 6, "server": 4, "timeout": 3, "connection": 4}
@@ -109,6 +110,7 @@ class ModelClient:
             usage=Usage(calls=1, prompt_tokens=prompt, completion_tokens=completion,
                         cost_usd=self._cost(prompt, completion)),
             latency_s=latency_s,
+            **token_fields(choice),
         )
 
     def _cost(self, prompt: int, completion: int) -> float:

@@ -120,6 +120,7 @@ async def prepare(config: RunConfig) -> PreparedRun:
     harnesses: dict[str, Harness] = {}
     for arm in config.arm_list():
         c = config.for_arm(arm)
+        ctx.options.update(protocol=c.protocol, enable_thinking=c.enable_thinking)
         harnesses[arm.name] = Harness(
             policy=build_policy(c.policy, ctx),
             expert=build_expert(c.expert, ctx),
