@@ -13,9 +13,11 @@ tools through the protocol; `help` shows this. End of input ends the episode as 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import shlex
 import sys
+import threading
 import uuid
 from collections.abc import Sequence
 from typing import Any, TextIO
@@ -56,6 +58,29 @@ def parse_arguments(text: str) -> dict[str, Any]:
         except json.JSONDecodeError:
             out[key] = raw
     return out
+
+
+async def readline(stream: TextIO) -> str:
+    """One line from `stream` without blocking the event loop. A daemon thread, not the default
+    executor: a cancelled prompt must not keep the process alive until someone presses Enter."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[str] = loop.create_future()
+
+    def settle(line: str | None, error: BaseException | None) -> None:
+        if not future.done():
+            future.set_exception(error) if error is not None else future.set_result(line or "")
+
+    def read() -> None:
+        line, error = None, None
+        try:
+            line = stream.readline()
+        except Exception as exc:  # handed to the awaiting coroutine, which raises it
+            error = exc
+        with contextlib.suppress(RuntimeError):  # the loop closed while we waited: nobody is listening
+            loop.call_soon_threadsafe(settle, line, error)
+
+    threading.Thread(target=read, name="human-stdin", daemon=True).start()
+    return await future
 
 
 class HumanPolicy:
@@ -109,7 +134,7 @@ class HumanPolicy:
 
     async def _read(self) -> str:
         self.console.print("[bold green]>[/] ", end="")
-        line = await asyncio.to_thread(self.stdin.readline)
+        line = await readline(self.stdin)
         if not line:
             raise ModelError("the person at the terminal closed the input (end of file)", kind="fatal",
                              role="policy", alias="human")

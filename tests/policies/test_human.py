@@ -96,3 +96,23 @@ def test_parse_arguments(text: str, value: dict[str, Any]) -> None:
 def test_parse_arguments_rejects(text: str) -> None:
     with pytest.raises(ValueError):
         parse_arguments(text)
+
+
+async def test_a_cancelled_prompt_does_not_hold_the_event_loop() -> None:
+    import asyncio
+    import os
+    import threading
+
+    from policies._human import readline
+
+    read_fd, write_fd = os.pipe()
+    with os.fdopen(read_fd) as stream:
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(readline(stream), 0.05)
+        waiting = [t for t in threading.enumerate() if t.name == "human-stdin"]
+        assert waiting and all(t.daemon for t in waiting)  # never blocks interpreter exit
+        os.write(write_fd, b"late\n")
+        os.close(write_fd)
+        for t in waiting:
+            t.join(5)
+        assert not any(t.is_alive() for t in waiting)
