@@ -24,7 +24,7 @@ def assert_reproduced(original: Path, replayed: Path) -> None:
     assert first.keys() == again.keys()
     for key, rec in first.items():
         twin = again[key]
-        assert {f: twin[f] for f in SAME} == {f: rec[f] for f in SAME}, key
+        assert {f: twin[f] for f in SAME} == {f: rec[f] for f in SAME}, (key, twin["error"])
         assert replies(twin) == replies(rec), key
         assert twin["policy"]["alias"].startswith("replay:") and twin["policy"]["model"] == rec["policy"]["model"]
         assert twin["usage"]["policy"]["calls"] == 0
