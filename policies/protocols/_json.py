@@ -13,16 +13,22 @@ import json
 import re
 from typing import Any
 
-_FENCE = re.compile(r"^```[\w-]*\s*\n?(.*?)\n?\s*```$", re.S)
+_LANG = re.compile(r"[\w-]*")
 _DECODER = json.JSONDecoder(strict=False)
 _WORDS = {"true": "True", "false": "False", "null": "None"}
 _STRAY_CLOSERS = set("}] \t\r\n")
 
 
 def unfence(text: str) -> str:
+    """The inside of a ```lang … ``` fence (string ops, not a regex: replies can be huge)."""
     text = text.strip()
-    m = _FENCE.match(text)
-    return m.group(1).strip() if m else text
+    if len(text) < 6 or not (text.startswith("```") and text.endswith("```")):
+        return text
+    inner = text[3:-3]
+    first, newline, rest = inner.partition("\n")
+    if newline and _LANG.fullmatch(first.strip()):
+        inner = rest
+    return inner.strip()
 
 
 def _pythonish(text: str) -> str:

@@ -24,12 +24,10 @@ from awm_runtime._protocols import Action, CallTool, FinalAnswer, ListTools, Mal
 from awm_runtime._types import ToolCall
 from policies.protocols._json import loads_call, loads_lenient, unfence
 
-_THINK = re.compile(r"<think>(.*?)</think>", re.S | re.I)
-_THINK_CLOSE = re.compile(r"</think>", re.I)
-_THINK_OPEN = re.compile(r"<think>", re.I)
+_OPEN_THINK, _CLOSE_THINK = "<think>", "</think>"
 _OPEN = re.compile(r"<tool_call\s*>", re.I)
 _CLOSE = re.compile(r"</tool_call\s*>", re.I)
-_END_TOKENS = re.compile(r"(?:\s*<\|(?:im_end|endoftext|eot_id|end)\|>)+\s*$")
+_END_TOKENS = ("<|im_end|>", "<|endoftext|>", "<|eot_id|>", "<|end|>")
 MCP_PREFIX = "mcp_tool_"
 _CALL_KEYS = {"name", "arguments", "parameters"}
 
@@ -64,19 +62,34 @@ class _Think:
 
 
 def _split_think(text: str) -> _Think:
-    parts = [m.strip() for m in _THINK.findall(text)]
-    visible = _THINK.sub("", text)
-    close = _THINK_CLOSE.search(visible)
-    if close:  # Qwen3/R1 templates put the opening <think> in the prompt: only the close is generated
-        parts.insert(0, _THINK_OPEN.sub("", visible[:close.start()]).strip())
-        visible = visible[close.end():]
-    cut_off = False
-    opened = _THINK_OPEN.search(visible)
-    if opened:
-        parts.append(visible[opened.end():].strip())
-        visible, cut_off = visible[:opened.start()], True
-    reasoning = "\n\n".join(p for p in parts if p) or None
-    visible = _END_TOKENS.sub("", visible).strip()
+    """One linear pass (replies can be huge and degenerate): closed blocks, an unclosed block at
+    the end, and text before a lone </think> are reasoning; the rest is visible."""
+    low = text.lower()
+    parts: list[str] = []
+    shown: list[str] = []
+    pos, cut_off = 0, False
+    while True:
+        opened = low.find(_OPEN_THINK, pos)
+        if opened < 0:
+            shown.append(text[pos:])
+            break
+        shown.append(text[pos:opened])
+        closed = low.find(_CLOSE_THINK, opened)
+        if closed < 0:
+            parts.append(text[opened + len(_OPEN_THINK):])
+            cut_off = True
+            break
+        parts.append(text[opened + len(_OPEN_THINK):closed])
+        pos = closed + len(_CLOSE_THINK)
+    visible = "".join(shown)
+    lone = visible.lower().rfind(_CLOSE_THINK)
+    if lone >= 0:  # Qwen3/R1 templates put the opening <think> in the prompt: only the close is generated
+        parts.insert(0, visible[:lone])
+        visible = visible[lone + len(_CLOSE_THINK):]
+    reasoning = "\n\n".join(p.strip() for p in parts if p.strip()) or None
+    visible = visible.strip()
+    while visible.endswith(_END_TOKENS):  # end-of-turn tokens left in by skip_special_tokens=False
+        visible = visible[:visible.rindex("<|")].rstrip()
     return _Think(visible, reasoning, cut_off, bool(reasoning and _OPEN.search(reasoning)))
 
 

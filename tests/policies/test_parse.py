@@ -110,3 +110,19 @@ def test_loads_lenient_repairs(text: str, value: object) -> None:
 def test_loads_lenient_rejects(text: str) -> None:
     with pytest.raises(ValueError):
         loads_lenient(text)
+
+
+@pytest.mark.parametrize("text", [
+    "<think>" * 16384,
+    "```" + " " * 200_000 + "x",
+    "a" + " " * 200_000 + "b<|im_end|>",
+    "<tool_call>{" * 16384,
+    "</think>" * 16384 + "<think>" * 16384,
+])
+def test_degenerate_replies_parse_in_linear_time(text: str) -> None:
+    import time
+
+    started = time.perf_counter()
+    for protocol in PROTOCOLS:
+        parse_reply(protocol, text, None, TOOLS)
+    assert time.perf_counter() - started < 2.0  # quadratic scans took minutes on these
