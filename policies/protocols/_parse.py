@@ -138,7 +138,7 @@ def decode_arguments(raw: Any, where: str) -> dict[str, Any] | Malformed:
 
 def check_call(call_id: str, name: Any, raw_args: Any, tool_names: Collection[str]) -> Action:
     """Validate one decoded call against the offered tools. Argument *values* are the world's
-    business: a missing or mistyped argument comes back from the tool as an error (422)."""
+    business: a missing or mistyped argument comes back from the world as a tool error."""
     if not isinstance(name, str) or not name.strip():
         return Malformed("missing_name", "the tool call has no tool name")
     name = name.strip()
