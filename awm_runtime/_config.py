@@ -17,7 +17,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from awm_runtime._errors import ConfigError
 
 # Fields an arm may override (`--arm NAME:KEY=VAL,...`).
-ARM_KEYS = ("policy", "expert", "reward", "nudges", "max_turns", "expert_calls", "on_format_error")
+ARM_KEYS = ("policy", "expert", "reward", "nudges", "max_turns", "expert_calls", "on_format_error", "protocol",
+            "enable_thinking")
 _ARM_NAME = re.compile(r"^[A-Za-z0-9_.\-]+$")
 
 
@@ -34,6 +35,8 @@ class ArmConfig(BaseModel):
     max_turns: int | None = Field(default=None, ge=1)
     expert_calls: int | None = Field(default=None, ge=0)
     on_format_error: Literal["continue", "end"] | None = None
+    protocol: Literal["native", "awm", "hermes"] | None = None
+    enable_thinking: bool | None = None
 
 
 class RunConfig(BaseModel):
@@ -64,6 +67,8 @@ class RunConfig(BaseModel):
     expert_usd: float | None = Field(default=None, ge=0)
     on_format_error: Literal["continue", "end"] = "continue"
     tool_result_chars: int = Field(default=3000, ge=0)
+    protocol: Literal["native", "awm", "hermes"] | None = None  # None: each policy alias's own protocol
+    enable_thinking: bool | None = None  # None: the server's default (vLLM chat_template_kwargs)
     arms: tuple[ArmConfig, ...] = ()
     out: Path | None = None
     resume: bool = False

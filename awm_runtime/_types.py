@@ -167,6 +167,7 @@ class ModelRef(_Model):
     alias: str
     model: str
     simulated: bool = False
+    protocol: str | None = None  # the policy's tool-call protocol: how to re-parse its replies
 
 
 class ErrorInfo(_Model):

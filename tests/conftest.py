@@ -26,6 +26,15 @@ from awm_runtime.worlds import AwmWorld, load_worlds, pack_sources
 FIXTURES = Path(__file__).parent / "fixtures"
 
 
+@pytest.fixture(autouse=True)
+async def _close_model_sessions() -> Any:
+    """Close HTTP sessions the model layer opened in this test's event loop (no leaks at exit)."""
+    yield
+    from awm_runtime.models import shutdown
+
+    await shutdown()
+
+
 @pytest.fixture(scope="session")
 def tiny_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The tiny_notes fixture, packed into AWM JSONL files once per session."""

@@ -50,6 +50,10 @@ def parser() -> argparse.ArgumentParser:
     a("--nudges", metavar="RULES", help="nudge rules joined by '+', e.g. on_error+on_stall:5, or none")
     a("--expert-calls", type=int, metavar="N", help="expert calls allowed per episode (default 3)")
     a("--on-format-error", choices=("continue", "end"), help="feed format errors back (continue) or end at -1")
+    a("--protocol", choices=("native", "awm", "hermes"), help="tool-call protocol of the policy (default: its alias's)")
+    a("--thinking", choices=("on", "off"), dest="enable_thinking", type=str.lower,
+      help="Qwen3-style enable_thinking for the policy, sent as vLLM chat_template_kwargs (default: server's)")
+    a("--tool-result-chars", type=int, metavar="N", help="cut tool results to N characters, 0 = never (default 3000)")
     a("--arm", action="append", dest="arms", metavar="NAME:KEY=VAL,...",
       help="an arm of an A/B run, e.g. --arm solo:expert=none --arm asked:expert=sim/oracle (repeatable)")
     a("--seed", type=int, help="base seed; episode seeds derive from it and are shared across arms")
@@ -84,6 +88,8 @@ def parser() -> argparse.ArgumentParser:
 
 def _config(args: argparse.Namespace) -> Any:
     cli = {k: v for k, v in vars(args).items() if k not in ("quiet", "json")}
+    if cli.get("enable_thinking") is not None:
+        cli["enable_thinking"] = cli["enable_thinking"] == "on"
     file: dict[str, Any] = {}
     if args.config_path is not None:
         file = dict(load_toml(args.config_path).get("run", {}))

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from awm_runtime._types import Usage
+from awm_runtime.models._tokens import token_fields
 
 
 @dataclass(slots=True)
@@ -50,4 +51,5 @@ def to_reply(response: Any, latency_s: float) -> ModelReply:
         usage=Usage(calls=1, prompt_tokens=int(getattr(raw_usage, "prompt_tokens", 0) or 0),
                     completion_tokens=int(getattr(raw_usage, "completion_tokens", 0) or 0)),
         latency_s=latency_s,
+        **token_fields(choice),
     )

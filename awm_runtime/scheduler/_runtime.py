@@ -138,6 +138,7 @@ async def _prepare(config: RunConfig, registry: Any, world: AwmWorld) -> Prepare
     harnesses: dict[str, Harness] = {}
     for arm in config.arm_list():
         c = config.for_arm(arm)
+        ctx.options.update(protocol=c.protocol, enable_thinking=c.enable_thinking)
         harnesses[arm.name] = Harness(
             policy=build_policy(c.policy, ctx),
             expert=build_expert(c.expert, ctx),

@@ -1,30 +1,44 @@
 """The one tool-call parser, shared by the episode loop and the training export.
 
 Every reply becomes exactly one `Parsed`: an action (a call, list_tools, a final answer)
-or a typed format error. Nothing is dropped silently.
+or a typed format error, plus warnings that are counted but do not stop the action.
+Nothing is dropped silently. The rules, and why, are in docs/policies.md.
+
+Envelope first, leniency inside it: a call must sit in its protocol's envelope (`tool_calls`
+for native; `<tool_call>` tags for hermes and awm, which native accepts as a fallback). Inside
+the envelope the parser is lenient (list unwrap, arguments as string or object, `mcp_tool_`
+prefix, `parameters` for `arguments`, near-JSON). A recognisable call outside its envelope is
+a `schema_violation`, never a silent final answer.
 """
 
 from __future__ import annotations
 
-import ast
-import json
+import contextlib
+import difflib
 import re
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Any
 
 from awm_runtime._protocols import Action, CallTool, FinalAnswer, ListTools, Malformed
 from awm_runtime._types import ToolCall
+from policies.protocols._json import loads_call, loads_lenient, unfence
 
-_THINK = re.compile(r"<think>(.*?)</think>", re.S | re.I)
-_OPEN_THINK = re.compile(r"^(.*?)</think>", re.S | re.I)  # Qwen3 templates may eat the opening tag
-_TAG = re.compile(r"<tool_call>(.*?)</tool_call>", re.S)
-_TRAILING_COMMA = re.compile(r",\s*([}\]])")
+_OPEN_THINK, _CLOSE_THINK = "<think>", "</think>"
+_OPEN = re.compile(r"<tool_call\s*>", re.I)
+_CLOSE = re.compile(r"</tool_call\s*>", re.I)
+_END_TOKENS = ("<|im_end|>", "<|endoftext|>", "<|eot_id|>", "<|end|>")
 MCP_PREFIX = "mcp_tool_"
+_CALL_KEYS = {"name", "arguments", "parameters"}
+
+# unwrap(name, arguments) -> (name, arguments) to check, or a finished Action.
+Unwrap = Callable[[str, Any], "tuple[Any, Any] | Action"]
 
 
 @dataclass(frozen=True, slots=True)
 class Parsed:
+    """One reply, parsed: the action, counted warnings, and the reasoning taken out of it."""
+
     action: Action
     warnings: tuple[str, ...] = ()
     reasoning: str | None = None
@@ -33,139 +47,275 @@ class Parsed:
     def format_error(self) -> str | None:
         return self.action.kind if isinstance(self.action, Malformed) else None
 
+    @property
+    def kinds(self) -> tuple[str, ...]:
+        """Every format-error kind this reply adds to an episode's counts."""
+        return ((self.format_error,) if self.format_error else ()) + self.warnings
+
+
+@dataclass(frozen=True, slots=True)
+class _Think:
+    visible: str
+    reasoning: str | None
+    cut_off: bool  # an opened <think> never closed: the reply ended mid-thought
+    hid_call: bool  # a <tool_call> appeared inside the reasoning
+
+
+def _split_think(text: str) -> _Think:
+    """One linear pass (replies can be huge and degenerate): closed blocks, an unclosed block at
+    the end, and text before a lone </think> are reasoning; the rest is visible."""
+    low = text.lower()
+    parts: list[str] = []
+    shown: list[str] = []
+    pos, cut_off = 0, False
+    while True:
+        opened = low.find(_OPEN_THINK, pos)
+        if opened < 0:
+            shown.append(text[pos:])
+            break
+        shown.append(text[pos:opened])
+        closed = low.find(_CLOSE_THINK, opened)
+        if closed < 0:
+            parts.append(text[opened + len(_OPEN_THINK):])
+            cut_off = True
+            break
+        parts.append(text[opened + len(_OPEN_THINK):closed])
+        pos = closed + len(_CLOSE_THINK)
+    visible = "".join(shown)
+    lone = visible.lower().rfind(_CLOSE_THINK)
+    if lone >= 0:  # Qwen3/R1 templates put the opening <think> in the prompt: only the close is generated
+        parts.insert(0, visible[:lone])
+        visible = visible[lone + len(_CLOSE_THINK):]
+    reasoning = "\n\n".join(p.strip() for p in parts if p.strip()) or None
+    visible = visible.strip()
+    while visible.endswith(_END_TOKENS):  # end-of-turn tokens left in by skip_special_tokens=False
+        visible = visible[:visible.rindex("<|")].rstrip()
+    return _Think(visible, reasoning, cut_off, bool(reasoning and _OPEN.search(reasoning)))
+
 
 def strip_think(text: str) -> tuple[str, str | None]:
-    """(visible text, reasoning) with every <think>…</think> block removed."""
-    parts = [m.strip() for m in _THINK.findall(text)]
-    visible = _THINK.sub("", text)
-    if "</think>" in visible.lower():
-        m = _OPEN_THINK.match(visible)
-        if m:
-            parts.insert(0, m.group(1).strip())
-            visible = visible[m.end():]
-    return visible.strip(), ("\n\n".join(p for p in parts if p) or None)
+    """(visible text, reasoning): every <think> block taken out, including an unclosed one."""
+    think = _split_think(text)
+    return think.visible, think.reasoning
 
 
-def loads_lenient(text: str) -> Any:
-    """JSON, or the near-JSON small models write: single quotes, trailing commas, Python literals."""
-    text = text.strip()
-    if text.startswith("```"):
-        text = re.sub(r"^```\w*\s*|\s*```$", "", text)
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        pass
-    repaired = _TRAILING_COMMA.sub(r"\1", text)
-    try:
-        return json.loads(repaired)
-    except json.JSONDecodeError:
-        pass
-    try:
-        return ast.literal_eval(repaired.replace("true", "True").replace("false", "False").replace("null", "None"))
-    except (ValueError, SyntaxError, MemoryError, RecursionError):
-        raise ValueError("not valid JSON") from None
+def _empty(think: _Think, finish_reason: str | None, separated: str | None) -> Malformed:
+    """Why a reply is empty. `separated` is reasoning a server or litellm already took out of the
+    content (vLLM's reasoning parser; litellm lifts a leading <think> block into reasoning_content)."""
+    if think.hid_call or (separated and _OPEN.search(separated)):
+        return Malformed("empty_reply", "the only tool call is inside <think>…</think>, where it is not "
+                                        "executed; write the call after </think>")
+    if think.cut_off or finish_reason == "length":
+        return Malformed("empty_reply", "the reply was cut off (max_tokens) before it answered")
+    if think.reasoning or separated:
+        return Malformed("empty_reply", "the reply holds only <think> reasoning and no answer or tool call")
+    return Malformed("empty_reply", "the reply was empty")
+
+
+def _cut(finish_reason: str | None) -> str:
+    return " (the reply hit max_tokens)" if finish_reason == "length" else ""
 
 
 def decode_arguments(raw: Any, where: str) -> dict[str, Any] | Malformed:
     """Arguments as an object (a JSON string is accepted), or the format error they amount to."""
-    if raw is None or raw == "":
+    if raw is None or (isinstance(raw, str) and not raw.strip()):
         return {}
     if isinstance(raw, str):
         try:
             raw = loads_lenient(raw)
         except ValueError:
-            return Malformed("invalid_json", f"{where}: arguments are not valid JSON")
+            return Malformed("invalid_json", f"{where}: the arguments are not valid JSON")
+        if isinstance(raw, str):  # double-encoded: a JSON string holding the JSON object
+            with contextlib.suppress(ValueError):
+                raw = loads_lenient(raw)
+    if raw is None:
+        return {}
     if not isinstance(raw, dict):
-        return Malformed("schema_violation", f"{where}: arguments must be a JSON object, not {type(raw).__name__}")
+        return Malformed("schema_violation",
+                         f"{where}: the arguments must be a JSON object, not {type(raw).__name__}")
     return raw
 
 
 def check_call(call_id: str, name: Any, raw_args: Any, tool_names: Collection[str]) -> Action:
-    """Validate one decoded call against the offered tools."""
+    """Validate one decoded call against the offered tools. Argument *values* are the world's
+    business: a missing or mistyped argument comes back from the world as a tool error."""
     if not isinstance(name, str) or not name.strip():
         return Malformed("missing_name", "the tool call has no tool name")
     name = name.strip()
-    if name.startswith(MCP_PREFIX) and name[len(MCP_PREFIX):] in tool_names:
+    if name not in tool_names and name.startswith(MCP_PREFIX) and name[len(MCP_PREFIX):] in tool_names:
         name = name[len(MCP_PREFIX):]
     if name not in tool_names:
-        return Malformed("unknown_tool", f"there is no tool named {name!r}")
+        close = difflib.get_close_matches(name, list(tool_names), n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        return Malformed("unknown_tool", f"there is no tool named {name!r}{hint}")
     args = decode_arguments(raw_args, name)
     if isinstance(args, Malformed):
         return args
     return CallTool(ToolCall(id=call_id, name=name, arguments=args))
 
 
-def parse_tagged(content: str | None, tool_names: Collection[str], *, call_id: str,
-                 unwrap: Any = None) -> Parsed:
-    """Text protocols: the first <tool_call>…</tool_call> is the action; no tag is a final answer.
+def _call_parts(data: Any) -> tuple[Any, Any] | None:
+    """(name, arguments) of a call object, accepting OpenAI's {"function": {...}} shape."""
+    if not isinstance(data, dict):
+        return None
+    if "name" not in data and isinstance(data.get("function"), dict):
+        data = data["function"]
+    return data.get("name"), data["arguments"] if "arguments" in data else data.get("parameters")
 
-    `unwrap(name, arguments)` maps a meta-call (AWM's call_tool/list_tools) to (name, arguments)
-    or returns an Action itself.
-    """
-    visible, reasoning = strip_think(content or "")
-    if not visible.strip():
-        return Parsed(Malformed("empty_reply", "the reply was empty"), reasoning=reasoning)
-    blocks = _TAG.findall(visible)
-    if not blocks:
-        if "<tool_call>" in visible:
-            return Parsed(Malformed("unclosed_tag", "<tool_call> was opened but never closed"), reasoning=reasoning)
-        return Parsed(FinalAnswer(visible), reasoning=reasoning)
-    warnings = ("multiple_calls",) if len(blocks) > 1 else ()
-    try:
-        data = loads_lenient(blocks[0])
-    except ValueError:
-        return Parsed(Malformed("invalid_json", "the <tool_call> body is not valid JSON"), warnings, reasoning)
+
+def _decide(data: Any, warnings: tuple[str, ...], tool_names: Collection[str], call_id: str,
+            unwrap: Unwrap | None) -> tuple[Action, tuple[str, ...]]:
     if isinstance(data, list):
         if not data:
-            return Parsed(Malformed("missing_name", "the <tool_call> holds an empty list"), warnings, reasoning)
-        warnings = ("multiple_calls",) if len(data) > 1 else warnings
+            return Malformed("missing_name", "the tool call is an empty list"), warnings
+        if len(data) > 1 and "multiple_calls" not in warnings:
+            warnings = (*warnings, "multiple_calls")
         data = data[0]
-    if not isinstance(data, dict):
-        return Parsed(Malformed("schema_violation", "a tool call must be a JSON object"), warnings, reasoning)
-    name, args = data.get("name"), data.get("arguments", data.get("parameters"))
+    parts = _call_parts(data)
+    if parts is None:
+        return Malformed("schema_violation",
+                         f"a tool call must be a JSON object, not {type(data).__name__}"), warnings
+    name, args = parts
     if unwrap is not None and isinstance(name, str):
-        mapped = unwrap(name, args)
+        mapped = unwrap(name.strip(), args)
         if not isinstance(mapped, tuple):
-            return Parsed(mapped, warnings, reasoning)
+            return mapped, warnings
         name, args = mapped
-    return Parsed(check_call(call_id, name, args, tool_names), warnings, reasoning)
+    return check_call(call_id, name, args, tool_names), warnings
 
 
-def parse_native(content: str | None, tool_calls: list[dict[str, Any]], tool_names: Collection[str]) -> Parsed:
-    """OpenAI function calling: `tool_calls` hold the action; none means a final answer."""
-    visible, reasoning = strip_think(content or "")
-    if not tool_calls:
-        if not visible:
-            return Parsed(Malformed("empty_reply", "the reply was empty"), reasoning=reasoning)
-        if "<tool_call>" in visible:  # a native model that fell back to text tags
-            return parse_tagged(visible, tool_names, call_id="call_0")
-        return Parsed(FinalAnswer(visible), reasoning=reasoning)
-    warnings = ("multiple_calls",) if len(tool_calls) > 1 else ()
-    first = tool_calls[0]
-    fn = first.get("function") or {}
-    return Parsed(check_call(first.get("id") or "call_0", fn.get("name"), fn.get("arguments"), tool_names),
-                  warnings, reasoning)
+def _bare_call(visible: str, tool_names: Collection[str], meta: Collection[str]) -> bool:
+    """Is the whole visible reply a call written without its envelope (e.g. vllm#22337's
+    `[{"name": "get_weather", "parameters": {...}}]` in content)? Only exact call objects naming
+    an offered tool count, so a final answer that happens to be JSON stays a final answer."""
+    text = unfence(visible)
+    if not text.startswith(("{", "[")):
+        return False
+    try:
+        data = loads_lenient(text)
+    except ValueError:
+        return False
+    items = data if isinstance(data, list) and data else [data]
+    for item in items:
+        if isinstance(item, dict) and "name" not in item and isinstance(item.get("function"), dict):
+            item = item["function"]
+        if not (isinstance(item, dict) and isinstance(item.get("name"), str) and set(item) <= _CALL_KEYS):
+            return False
+        name = item["name"].strip().removeprefix(MCP_PREFIX)
+        if name not in tool_names and name not in meta and item["name"].strip() not in tool_names:
+            return False
+    return True
 
 
-def parse_awm(content: str | None, tool_names: Collection[str], *, call_id: str) -> Parsed:
-    """AWM protocol: list_tools() and call_tool(tool_name, arguments-as-JSON-string)."""
+def _from_tags(visible: str, think: _Think, tool_names: Collection[str], call_id: str, unwrap: Unwrap | None,
+               finish_reason: str | None) -> Parsed:
+    """The first <tool_call>…</tool_call> of the visible reply is the action."""
+    opens = list(_OPEN.finditer(visible))
+    if not opens:
+        return Parsed(Malformed("unclosed_tag", "</tool_call> closes a call that was never opened with <tool_call>"),
+                      reasoning=think.reasoning)
+    warnings: tuple[str, ...] = ("multiple_calls",) if len(opens) > 1 else ()
+    start = opens[0].end()
+    close = _CLOSE.search(visible, start)
+    if close is None or (len(opens) > 1 and opens[1].start() < close.start()):
+        return Parsed(Malformed("unclosed_tag", "<tool_call> was opened but never closed" + _cut(finish_reason)),
+                      warnings, think.reasoning)
+    body = visible[start:close.start()]
+    if not body.strip():
+        return Parsed(Malformed("invalid_json", "the <tool_call> tags are empty"), warnings, think.reasoning)
+    try:
+        data, more = loads_call(body)
+    except ValueError:
+        return Parsed(Malformed("invalid_json", "the <tool_call> body is not valid JSON" + _cut(finish_reason)),
+                      warnings, think.reasoning)
+    if more and "multiple_calls" not in warnings:
+        warnings = (*warnings, "multiple_calls")
+    action, warnings = _decide(data, warnings, tool_names, call_id, unwrap)
+    return Parsed(action, warnings, think.reasoning)
 
-    def unwrap(name: str, args: Any) -> Any:
-        if name == "list_tools":
-            return ListTools()
-        if name != "call_tool":
-            # Models trained on MCP sometimes call the real tool name directly; accept it.
-            return name, args
-        decoded = decode_arguments(args, "call_tool")
-        if isinstance(decoded, Malformed):
-            return decoded
-        inner = decoded.get("tool_name") or decoded.get("name")
-        if not inner:
-            return Malformed("missing_name", "call_tool needs a tool_name")
-        return inner, decoded.get("arguments")
 
-    return parse_tagged(content, tool_names, call_id=call_id, unwrap=unwrap)
+def _from_calls(calls: list[dict[str, Any]], think: _Think, tool_names: Collection[str], call_id: str,
+                unwrap: Unwrap | None) -> Parsed:
+    """The first entry of OpenAI `tool_calls` is the action."""
+    fn = calls[0].get("function") or {}
+    warnings: tuple[str, ...] = ("multiple_calls",) if len(calls) > 1 else ()
+    data = {"name": fn.get("name"), "arguments": fn.get("arguments")}
+    action, warnings = _decide(data, warnings, tool_names, calls[0].get("id") or call_id, unwrap)
+    return Parsed(action, warnings, think.reasoning)
 
 
-def parse_hermes(content: str | None, tool_names: Collection[str], *, call_id: str) -> Parsed:
-    return parse_tagged(content, tool_names, call_id=call_id)
+@dataclass(frozen=True, slots=True)
+class _Rules:
+    """What distinguishes the protocols: where a call lives, and how meta-calls unwrap."""
+
+    prefer_calls: bool  # tool_calls win over tags in content
+    envelope: str  # where a call belongs, for the schema_violation hint
+    unwrap: Unwrap | None = None
+    meta: tuple[str, ...] = ()
+
+
+def _parse(rules: _Rules, content: str | None, tool_calls: list[dict[str, Any]] | None,
+           tool_names: Collection[str], call_id: str, finish_reason: str | None, separated: str | None) -> Parsed:
+    think = _split_think(content or "")
+    visible = think.visible
+    calls = [c for c in tool_calls or [] if isinstance(c, dict)]
+    tagged = bool(_OPEN.search(visible) or _CLOSE.search(visible))
+    if calls and (rules.prefer_calls or not tagged):
+        return _from_calls(calls, think, tool_names, call_id, rules.unwrap)
+    if not visible:
+        return Parsed(_empty(think, finish_reason, separated), reasoning=think.reasoning)
+    if tagged:
+        return _from_tags(visible, think, tool_names, call_id, rules.unwrap, finish_reason)
+    if _bare_call(visible, tool_names, rules.meta):
+        return Parsed(Malformed("schema_violation", f"the tool call is bare JSON; put it {rules.envelope}"),
+                      reasoning=think.reasoning)
+    return Parsed(FinalAnswer(visible), reasoning=think.reasoning)
+
+
+# Native: `tool_calls` hold the action. Hermes tags in content are accepted too: an open model
+# served without a server-side tool parser writes its calls that way.
+_NATIVE = _Rules(prefer_calls=True, envelope="in the tool_calls field (function calling)")
+# Hermes: `<tool_call>{"name": <real tool>, "arguments": {...}}</tool_call>`. `tool_calls` are
+# accepted when the content has no tags: a server-side parser (vLLM's hermes) lifted them out.
+_HERMES = _Rules(prefer_calls=False, envelope="inside <tool_call></tool_call> tags")
+
+
+def parse_native(content: str | None, tool_calls: list[dict[str, Any]] | None, tool_names: Collection[str], *,
+                 call_id: str = "call_0", finish_reason: str | None = None, reasoning: str | None = None) -> Parsed:
+    return _parse(_NATIVE, content, tool_calls, tool_names, call_id, finish_reason, reasoning)
+
+
+def parse_hermes(content: str | None, tool_names: Collection[str], *, call_id: str,
+                 tool_calls: list[dict[str, Any]] | None = None, finish_reason: str | None = None,
+                 reasoning: str | None = None) -> Parsed:
+    return _parse(_HERMES, content, tool_calls, tool_names, call_id, finish_reason, reasoning)
+
+
+AWM_META = ("list_tools", "call_tool")
+
+
+def _awm_unwrap(name: str, args: Any) -> tuple[Any, Any] | Action:
+    name = name.removeprefix(MCP_PREFIX) if name.removeprefix(MCP_PREFIX) in AWM_META else name
+    if name == "list_tools":
+        return ListTools()
+    if name != "call_tool":
+        return name, args  # the real tool name called directly (MCP habit): accepted
+    decoded = decode_arguments(args, "call_tool")
+    if isinstance(decoded, Malformed):
+        return decoded
+    inner = decoded.get("tool_name") or decoded.get("name")
+    if not inner:
+        return Malformed("missing_name", "call_tool needs a tool_name")
+    if inner == "list_tools":
+        return ListTools()
+    return inner, decoded["arguments"] if "arguments" in decoded else decoded.get("parameters")
+
+
+# AWM: list_tools() and call_tool(tool_name, arguments as a JSON string), in hermes tags.
+_AWM = _Rules(prefer_calls=False, envelope="inside <tool_call></tool_call> tags", unwrap=_awm_unwrap, meta=AWM_META)
+
+
+def parse_awm(content: str | None, tool_names: Collection[str], *, call_id: str,
+              tool_calls: list[dict[str, Any]] | None = None, finish_reason: str | None = None,
+              reasoning: str | None = None) -> Parsed:
+    return _parse(_AWM, content, tool_calls, tool_names, call_id, finish_reason, reasoning)

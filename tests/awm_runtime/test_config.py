@@ -44,3 +44,11 @@ def test_bad_arms_are_config_errors(bad: str) -> None:
 def test_duplicate_arm_names_rejected() -> None:
     with pytest.raises(ConfigError, match="unique"):
         build_run_config({"arms": ["a:expert=none", "a:expert=oracle"]}, env={})
+
+
+def test_arms_may_switch_protocol_and_thinking() -> None:
+    arm = parse_arm("meta:protocol=awm,enable_thinking=false")
+    assert arm.protocol == "awm" and arm.enable_thinking is False
+    config = build_run_config({"arms": ["meta:protocol=awm,enable_thinking=false"], "protocol": "hermes"})
+    assert config.protocol == "hermes"
+    assert config.for_arm(config.arm_list()[0]).protocol == "awm"

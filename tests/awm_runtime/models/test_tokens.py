@@ -1,0 +1,34 @@
+"""Token-level data from the three shapes endpoints return it in."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from awm_runtime.models._tokens import token_fields
+
+
+def entry(token: str, logprob: float) -> dict[str, object]:
+    return {"token": token, "logprob": logprob, "bytes": None, "top_logprobs": []}
+
+
+def test_openai_logprobs_without_ids() -> None:
+    choice = {"logprobs": {"content": [entry("Hi", -0.1), entry("!", -2.0)]}}
+    assert token_fields(choice) == {"logprobs": [-0.1, -2.0], "token_ids": None}
+
+
+def test_vllm_token_ids_under_provider_specific_fields_win() -> None:
+    choice = SimpleNamespace(logprobs=SimpleNamespace(content=[SimpleNamespace(token="token_id:7", logprob=-1.0)]),
+                             provider_specific_fields={"token_ids": [9]})
+    assert token_fields(choice) == {"logprobs": [-1.0], "token_ids": [9]}
+
+
+def test_token_ids_spelled_in_logprob_tokens() -> None:
+    choice = {"logprobs": {"content": [entry("token_id:151657", -0.5), entry("token_id:13", 0.0)]}}
+    assert token_fields(choice)["token_ids"] == [151657, 13]
+
+
+def test_mixed_spellings_are_not_ids_and_nothing_is_invented() -> None:
+    assert token_fields({"logprobs": {"content": [entry("token_id:1", 0.0), entry("x", 0.0)]}})["token_ids"] is None
+    assert token_fields({}) == {"logprobs": None, "token_ids": None}
+    assert token_fields(SimpleNamespace(logprobs=None)) == {"logprobs": None, "token_ids": None}
+    assert token_fields({"token_ids": ["a"]}) == {"logprobs": None, "token_ids": None}
