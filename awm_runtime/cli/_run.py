@@ -49,6 +49,17 @@ def parser() -> argparse.ArgumentParser:
     a("--reward", metavar="NAME", help="reward shaper: awm, openenv, try-first, advice-cost[:C] (default awm)")
     a("--nudges", metavar="RULES", help="nudge rules joined by '+', e.g. on_error+on_stall:5, or none")
     a("--expert-calls", type=int, metavar="N", help="expert calls allowed per episode (default 3)")
+    # Experts and GRPO groups (docs/experts.md).
+    a("--expert-tokens", type=int, metavar="N",
+      help="expert tokens (prompt + completion) per episode (default: no limit)")
+    a("--expert-usd", type=float, metavar="X", help="expert dollars per episode (default unlimited)")
+    a("--expert-criteria", action="store_true", default=None,
+      help="show LLM experts success criteria distilled once per task from the verifier (leaks the grader)")
+    a("--group-size", type=_positive_int, metavar="G",
+      help="GRPO groups: G rollouts per task and step (--repeats counts steps)")
+    a("--expert-ratio", metavar="k|adaptive",
+      help="expert members per group: a count, a fraction, E:S such as 6:2, or adaptive (training wheels)")
+    a("--advantage", choices=("zscore", "center"), help="group advantage: (r-mean)/std (default) or r-mean")
     a("--on-format-error", choices=("continue", "end"), help="feed format errors back (continue) or end at -1")
     a("--arm", action="append", dest="arms", metavar="NAME:KEY=VAL,...",
       help="an arm of an A/B run, e.g. --arm solo:expert=none --arm asked:expert=sim/oracle (repeatable)")
