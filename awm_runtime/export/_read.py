@@ -79,8 +79,9 @@ def chat_message(message: dict[str, Any], *, train: bool) -> dict[str, Any]:
     out = {k: message[k] for k in _CHAT_FIELDS if message.get(k) is not None}
     out.setdefault("content", None)
     out["source"] = message.get("source")
-    if message.get("reasoning"):
-        out["reasoning"] = message["reasoning"]
+    for extra in ("reasoning", "format_error"):  # why a policy reply is no target, when it is not
+        if message.get(extra):
+            out[extra] = message[extra]
     out["train"] = train
     return out
 

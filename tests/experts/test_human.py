@@ -54,9 +54,8 @@ def human_at_the_terminal(output_fd: int, input_fd: int, seen: list[int]) -> thr
 class NoteSession:
     """A tiny in-process world (one tool, an instant verdict): this test is about the queue, not verifiers."""
 
-    tools = [ToolSpec(name="create_note")]
-
     def __init__(self) -> None:
+        self.tools = [ToolSpec(name="create_note")]
         self.created = False
 
     async def call_tool(self, call: ToolCall) -> ToolResult:
@@ -142,7 +141,7 @@ async def test_terminal_commands(tiny_world: Any) -> None:
     first = asyncio.create_task(expert.advise(_request(tiny_world, "first?")))
     second = asyncio.create_task(expert.advise(_request(tiny_world, "second?")))
     await asyncio.sleep(0.05)
-    a, b = (r.id for r in queue.pending())
+    _, b = (r.id for r in queue.pending())
     desk.handle("list")
     assert "first?" in screen.getvalue() and "second?" in screen.getvalue()
     desk.handle(f"show {b}")
