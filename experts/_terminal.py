@@ -11,6 +11,7 @@ Input is read with a timeout so the desk stops promptly; it never blocks the eve
 from __future__ import annotations
 
 import os
+import queue as queues
 import re
 import select
 import sys
@@ -37,14 +38,32 @@ class TerminalDesk:
         self.answered_by = f"human:{name}"
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._writer: threading.Thread | None = None
+        self._outbox: queues.SimpleQueue[str] = queues.SimpleQueue()
         self._write_lock = threading.Lock()
         queue.subscribe(self._on_event)
 
     def say(self, text: str) -> None:
+        """Once started, a writer thread prints: a slow terminal never stalls the episodes' event loop."""
+        if self._writer is not None:
+            self._outbox.put(text)
+        else:
+            self._write(text)
+
+    def _write(self, text: str) -> None:
         with self._write_lock:
             out = self._output()
             out.write(text + "\n")
             out.flush()
+
+    def _write_loop(self) -> None:
+        while not (self._stop.is_set() and self._outbox.empty()):
+            try:
+                self._write(self._outbox.get(timeout=0.2))
+            except queues.Empty:
+                continue
+            except (OSError, ValueError):  # the terminal went away: nothing left to tell
+                return
 
     def _on_event(self, event: QueueEvent, req: HumanRequest) -> None:
         if event == "new":
@@ -54,15 +73,19 @@ class TerminalDesk:
 
     def start(self) -> TerminalDesk:
         if self._thread is None:
+            self._writer = threading.Thread(target=self._write_loop, name="human-terminal-out", daemon=True)
+            self._writer.start()
             self._thread = threading.Thread(target=self._read_loop, name="human-terminal", daemon=True)
             self._thread.start()
             self.say(f"human expert desk is open on this terminal; {HELP}")
         return self
 
     def stop(self) -> None:
+        """Stop reading; what is left to print is printed first."""
         self._stop.set()
-        if self._thread is not None:
-            self._thread.join(2)
+        for thread in (self._thread, self._writer):
+            if thread is not None:
+                thread.join(2)
 
     def _read_loop(self) -> None:
         buffer = b""

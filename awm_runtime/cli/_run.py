@@ -36,7 +36,7 @@ def parser() -> argparse.ArgumentParser:
     a = p.add_argument
     a("--policy", metavar="ALIAS", help="policy model alias or policy plug-in (default sim/novice)")
     a("--expert", metavar="ALIAS|none",
-      help="expert model alias, expert plug-in (oracle), or none (default sim/oracle)")
+      help="expert model alias, expert plug-in (oracle, static:EXPERT, human[:OPTS]), or none (default sim/oracle)")
     a("--worlds", metavar="builtin|DIR", help="built-in worlds, or a directory in the AgentWorldModel format")
     a("--solutions", metavar="FILE", type=Path, help="reference solutions (JSON) for oracle experts and sims")
     a("--scenarios", metavar="GLOB", help="scenario names to run, comma-separated globs (default *)")
@@ -111,6 +111,10 @@ def main(argv: list[str] | None = None) -> int:
             print(json.dumps(result.summary, indent=2))
         else:
             Console().print(summary_table(result.summary))
+            for step in result.summary.get("groups", {}).get("steps", []):  # the GRPO curriculum, step by step
+                print(f"groups step {step['step']} ({step['arm']}): {step['phase'] or 'fixed'} "
+                      f"{step['expert_members']}:{step['solo_members']} expert:solo, "
+                      f"format-error rate {step['format_error_rate']}", file=sys.stderr)
             sims = [a for a in result.summary["arms"].values() if a["simulated"]]
             if sims:
                 Console().print("[yellow]Simulated policy: these numbers exercise the runtime; "

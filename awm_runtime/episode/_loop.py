@@ -245,8 +245,8 @@ async def _opening_advice(ep: EpisodeState, advisor: Advisor, world_tools: list[
 
 
 def _apply_nudges(ep: EpisodeState, harness: Harness, sinks: Sequence[Sink]) -> None:
-    """At most one nudge per turn, and only while asking the expert is possible."""
-    if not _askable(harness) or not harness.nudges or not _budget_left(ep, harness):
+    """At most one nudge per turn, only while asking the expert is possible, never right after an ask."""
+    if not _askable(harness) or not harness.nudges or ep.last_action == "ask_expert" or not _budget_left(ep, harness):
         return
     view = ep.view(expert_available=True)
     for rule in harness.nudges:

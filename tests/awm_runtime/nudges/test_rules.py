@@ -114,3 +114,18 @@ async def test_no_nudges_without_an_askable_expert(tiny_world: Any) -> None:
     static = await play(tiny_world, 1, [WRONG, WRONG, ""], nudges=rules,
                         expert=StaticAdvisor(OracleExpert(tiny_world.solution)))
     assert solo.nudges == 0 and static.nudges == 0
+
+
+async def test_no_rule_nudges_right_after_an_ask(tiny_world: Any, custom_rule: None) -> None:
+    always = build_nudges(("after_listing:1",))
+
+    @dataclass(frozen=True, slots=True)
+    class Always:
+        name: str = "always"
+
+        def check(self, v: EpisodeView) -> str | None:
+            return "ask!"
+
+    script = [("list_notes", {}), ("ask_expert", {"question": "?"}), ""]
+    record = await play(tiny_world, 2, script, expert=OracleExpert(tiny_world.solution), nudges=[*always, Always()])
+    assert [n.turn for n in record.nudge_log] == [1]  # turn 2 was the ask: no nudge after it
