@@ -58,7 +58,8 @@ class StepStats:
         rate = self.format_error_rate
         return {"arm": self.arm, "step": self.step, "phase": self.phase, "expert_members": self.expert_members,
                 "solo_members": size - self.expert_members,
-                "basis_format_error_rate": self.basis_format_error_rate, "groups": len(self.groups),
+                "basis_format_error_rate": None if self.basis_format_error_rate is None
+                else round(self.basis_format_error_rate, 4), "groups": len(self.groups),
                 "incomplete_groups": len(self.incomplete), "episodes": self.episodes,
                 "format_error_rate": None if rate is None else round(rate, 4)}
 
