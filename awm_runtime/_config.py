@@ -65,6 +65,10 @@ class RunConfig(BaseModel):
     expert_calls: int | None = Field(default=3, ge=0)
     expert_tokens: int | None = Field(default=None, ge=0)
     expert_usd: float | None = Field(default=None, ge=0)
+    expert_criteria: bool = False  # show LLM experts success criteria distilled from the verifier (leaks the grader)
+    group_size: int | None = Field(default=None, ge=1)  # GRPO groups: rollouts per task and step
+    expert_ratio: str | None = None  # expert members per group: k, a fraction, E:S, or adaptive
+    advantage: Literal["zscore", "center"] = "zscore"
     on_format_error: Literal["continue", "end"] = "continue"
     tool_result_chars: int = Field(default=3000, ge=0)
     protocol: Literal["native", "awm", "hermes"] | None = None  # None: each policy alias's own protocol

@@ -124,6 +124,20 @@ class Expert(Protocol):
     async def advise(self, request: AdviceRequest) -> Advice: ...
 
 
+@runtime_checkable
+class Advisor(Protocol):
+    """An expert that speaks first: one piece of advice before turn 1 (the static advisor).
+
+    The loop calls `opening_advice` once, before the policy's first act, and shows the result
+    tagged `source: expert`. `askable` False means it is not also offered as `ask_expert`.
+    """
+
+    @property
+    def askable(self) -> bool: ...
+
+    async def opening_advice(self, request: AdviceRequest) -> Advice | None: ...
+
+
 # --- world --------------------------------------------------------------------------------
 
 

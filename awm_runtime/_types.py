@@ -85,6 +85,7 @@ class Message(_Model):
     turn: int | None = None
     reasoning: str | None = None
     format_error: str | None = None
+    tool_error: bool | None = None  # on world results: the call failed (HTTP >= 400, bad arguments, ...)
     logprobs: list[Any] | None = None
     token_ids: list[int] | None = None
 
@@ -126,6 +127,7 @@ class EpisodeSpec(_Model):
     repeat: int = 0
     seed: int = 0
     group_id: str | None = None
+    with_expert: bool = True  # False: a solo member of a GRPO group runs without the arm's expert
 
     @property
     def key(self) -> tuple[str, str, int, int]:
@@ -192,6 +194,18 @@ class NudgeEvent(_Model):
     followed_by_ask: bool = False
 
 
+class GroupInfo(_Model):
+    """A GRPO group member's place in its group (the group's id is the record's `group_id`)."""
+
+    step: int
+    size: int
+    expert_members: int
+    with_expert: bool
+    phase: str | None = None  # adaptive curriculum phase, None for a fixed --expert-ratio
+    complete: bool = True  # False: a member still failed (infrastructure) after its re-run
+    retried: dict[str, Any] | None = None  # {episode_id, error} of the attempt this record replaced
+
+
 class EpisodeRecord(_Model):
     """One finished episode: the contract of `episodes.jsonl` (BRIEF §5)."""
 
@@ -228,6 +242,7 @@ class EpisodeRecord(_Model):
     error: ErrorInfo | None = None
     group_id: str | None = None
     advantage: float | None = None
+    group: GroupInfo | None = None
 
     @property
     def key(self) -> tuple[str, str, int, int]:

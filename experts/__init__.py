@@ -1,24 +1,37 @@
-"""Experts: an LLM on the expert role, and the reference-solution oracle."""
+"""Experts: an LLM on the expert role, the reference-solution oracle, a static advisor, and people."""
 
-from __future__ import annotations
-
-from typing import TYPE_CHECKING
-
-from experts._llm import LLMExpert, repair_plan
+from experts._build import (
+    build_human_expert,
+    build_llm_expert,
+    build_oracle_expert,
+    build_static_advisor,
+    parse_human_arg,
+)
+from experts._criteria import CriteriaStore, cache_dir
+from experts._human import HumanExpert, HumanQueue, HumanRequest, describe
+from experts._llm import LLMExpert, repair_plan, tool_lines
 from experts._oracle import OracleExpert
+from experts._static import StaticAdvisor
+from experts._terminal import TerminalDesk
+from experts._web import WebDesk
 
-if TYPE_CHECKING:
-    from awm_runtime._build import BuildContext
-
-
-def build_llm_expert(alias: str, ctx: BuildContext) -> LLMExpert:
-    """Entry point `llm`: the model alias `alias` on the expert role."""
-    return LLMExpert(ctx.client(alias, "expert"))
-
-
-def build_oracle_expert(arg: str, ctx: BuildContext) -> OracleExpert:
-    """Entry point `oracle`: answers from the reference solutions of the loaded worlds."""
-    return OracleExpert(ctx.solution)
-
-
-__all__ = ["LLMExpert", "OracleExpert", "build_llm_expert", "build_oracle_expert", "repair_plan"]
+__all__ = [
+    "CriteriaStore",
+    "HumanExpert",
+    "HumanQueue",
+    "HumanRequest",
+    "LLMExpert",
+    "OracleExpert",
+    "StaticAdvisor",
+    "TerminalDesk",
+    "WebDesk",
+    "build_human_expert",
+    "build_llm_expert",
+    "build_oracle_expert",
+    "build_static_advisor",
+    "cache_dir",
+    "describe",
+    "parse_human_arg",
+    "repair_plan",
+    "tool_lines",
+]

@@ -36,7 +36,7 @@ def parser() -> argparse.ArgumentParser:
     a = p.add_argument
     a("--policy", metavar="ALIAS", help="policy model alias or policy plug-in (default sim/novice)")
     a("--expert", metavar="ALIAS|none",
-      help="expert model alias, expert plug-in (oracle), or none (default sim/oracle)")
+      help="expert model alias, expert plug-in (oracle, static:EXPERT, human[:OPTS]), or none (default sim/oracle)")
     a("--worlds", metavar="builtin|DIR", help="built-in worlds, or a directory in the AgentWorldModel format")
     a("--solutions", metavar="FILE", type=Path, help="reference solutions (JSON) for oracle experts and sims")
     a("--scenarios", metavar="GLOB", help="scenario names to run, comma-separated globs (default *)")
@@ -49,6 +49,17 @@ def parser() -> argparse.ArgumentParser:
     a("--reward", metavar="NAME", help="reward shaper: awm, openenv, try-first, advice-cost[:C] (default awm)")
     a("--nudges", metavar="RULES", help="nudge rules joined by '+', e.g. on_error+on_stall:5, or none")
     a("--expert-calls", type=int, metavar="N", help="expert calls allowed per episode (default 3)")
+    # Experts and GRPO groups (docs/experts.md).
+    a("--expert-tokens", type=int, metavar="N",
+      help="expert tokens (prompt + completion) per episode (default: no limit)")
+    a("--expert-usd", type=float, metavar="X", help="expert dollars per episode (default unlimited)")
+    a("--expert-criteria", action="store_true", default=None,
+      help="show LLM experts success criteria distilled once per task from the verifier (leaks the grader)")
+    a("--group-size", type=_positive_int, metavar="G",
+      help="GRPO groups: G rollouts per task and step (--repeats counts steps)")
+    a("--expert-ratio", metavar="k|adaptive",
+      help="expert members per group: a count, a fraction, E:S such as 6:2, or adaptive (training wheels)")
+    a("--advantage", choices=("zscore", "center"), help="group advantage: (r-mean)/std (default) or r-mean")
     a("--on-format-error", choices=("continue", "end"), help="feed format errors back (continue) or end at -1")
     a("--protocol", choices=("native", "awm", "hermes"), help="tool-call protocol of the policy (default: its alias's)")
     a("--thinking", choices=("on", "off"), dest="enable_thinking", type=str.lower,
@@ -128,6 +139,10 @@ def main(argv: list[str] | None = None) -> int:
             print(json.dumps(result.summary, indent=2))
         else:
             Console().print(summary_table(result.summary))
+            for step in result.summary.get("groups", {}).get("steps", []):  # the GRPO curriculum, step by step
+                print(f"groups step {step['step']} ({step['arm']}): {step['phase'] or 'fixed'} "
+                      f"{step['expert_members']}:{step['solo_members']} expert:solo, "
+                      f"format-error rate {step['format_error_rate']}", file=sys.stderr)
             sims = [a for a in result.summary["arms"].values() if a["simulated"]]
             if sims:
                 Console().print("[yellow]Simulated policy: these numbers exercise the runtime; "

@@ -26,7 +26,9 @@ from awm_runtime._events import (
 )
 from awm_runtime._prompts import render
 from awm_runtime._protocols import (
+    Advice,
     AdviceRequest,
+    Advisor,
     CallTool,
     Expert,
     FinalAnswer,
@@ -126,11 +128,19 @@ async def run_episode(spec: EpisodeSpec, task: Task, session: WorldSession, harn
     return record
 
 
-async def _play(ep: EpisodeState, session: WorldSession, harness: Harness, sinks: Sequence[Sink]) -> None:
+def _askable(harness: Harness) -> bool:
+    """Whether the agent may call ask_expert: an expert exists and is not a speak-first-only advisor."""
     expert = harness.expert
+    return expert is not None and (not isinstance(expert, Advisor) or expert.askable)
+
+
+async def _play(ep: EpisodeState, session: WorldSession, harness: Harness, sinks: Sequence[Sink]) -> None:
+    expert = harness.expert if _askable(harness) else None
     world_tools = list(session.tools)
     tools: list[ToolSpec] = [*world_tools, ask_expert_spec()] if expert else world_tools
     ep.add(harness.policy.begin(ep.task, tools))
+    if isinstance(harness.expert, Advisor):
+        await _opening_advice(ep, harness.expert, world_tools, harness, sinks)
     for turn in range(1, harness.limits.max_turns + 1):
         ep.turn = turn
         pt = await harness.policy.act(ep.messages, tools, seed=ep.spec.seed)
@@ -176,7 +186,9 @@ async def _call_world(ep: EpisodeState, pt: PolicyTurn, action: CallTool, sessio
     ep.last_action = "tool_error" if result.is_error else "tool"
     _emit(sinks, ToolCalled(ep.episode_id, ep.turn, action.call.name, result.status, result.is_error,
                             result.elapsed_ms))
-    ep.add(harness.policy.observe(pt, result.text, "world"))
+    observed = harness.policy.observe(pt, result.text, "world")
+    observed[0].tool_error = result.is_error
+    ep.add(observed)
 
 
 def _budget_left(ep: EpisodeState, harness: Harness) -> bool:
@@ -205,18 +217,38 @@ async def _ask_expert(ep: EpisodeState, pt: PolicyTurn, action: CallTool, world_
         trajectory=summarize_trajectory(ep.messages), episode_id=ep.episode_id, turn=ep.turn,
     )
     advice = await harness.expert.advise(request)
+    _account(ep, advice, sinks)
+    ep.add(harness.policy.observe(pt, advice.text, "expert"))
+
+
+def _account(ep: EpisodeState, advice: Advice, sinks: Sequence[Sink]) -> None:
     ep.expert_calls += 1
     ep.usage["expert"].add(advice.usage)
     ep.timings["expert_s"] += advice.latency_s
     ep.expert_answers.append(ExpertAnswer(turn=ep.turn, answered_by=advice.answered_by,
                                           latency_s=round(advice.latency_s, 4), fallback=advice.fallback))
     _emit(sinks, ExpertCalled(ep.episode_id, ep.turn, advice.answered_by, advice.latency_s, True, advice.fallback))
-    ep.add(harness.policy.observe(pt, advice.text, "expert"))
+
+
+async def _opening_advice(ep: EpisodeState, advisor: Advisor, world_tools: list[ToolSpec], harness: Harness,
+                          sinks: Sequence[Sink]) -> None:
+    """The static advisor's one piece of advice before turn 1 (turn 0 in the record)."""
+    if not _budget_left(ep, harness):
+        return
+    request = AdviceRequest(task=ep.task, tools=world_tools, question=render("expert_opening_question.md"),
+                            context="", trajectory=summarize_trajectory(ep.messages), episode_id=ep.episode_id,
+                            turn=0)
+    advice = await advisor.opening_advice(request)
+    if advice is None:
+        return
+    ep.trouble_before_first_ask = False  # advised before trying anything: a "blind" style if it completes
+    _account(ep, advice, sinks)
+    ep.add([Message(role="user", content=render("expert_opening.md", advice=advice.text), source="expert")])
 
 
 def _apply_nudges(ep: EpisodeState, harness: Harness, sinks: Sequence[Sink]) -> None:
-    """At most one nudge per turn, and only while asking the expert is possible."""
-    if harness.expert is None or not harness.nudges or not _budget_left(ep, harness):
+    """At most one nudge per turn, only while asking the expert is possible, never right after an ask."""
+    if not _askable(harness) or not harness.nudges or ep.last_action == "ask_expert" or not _budget_left(ep, harness):
         return
     view = ep.view(expert_available=True)
     for rule in harness.nudges:

@@ -13,12 +13,12 @@ import platform
 import sys
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import structlog
 
@@ -61,19 +61,47 @@ class RunResult:
 
 
 Finalize = Callable[[list[EpisodeRecord]], list[EpisodeRecord]]
+EpisodeRunner = Callable[[EpisodeSpec], Awaitable[EpisodeRecord]]
+Play = Callable[[list[EpisodeSpec], EpisodeRunner], Awaitable[list[EpisodeRecord]]]
 
 
 @dataclass(slots=True)
 class Unit:
     """Episodes that finish together: one episode, or a GRPO group whose records are finalised
-    (e.g. advantages written) before any of them is appended to episodes.jsonl."""
+    (e.g. advantages written) before any of them is appended to episodes.jsonl.
+
+    `play` decides how the unit's episodes run (default: all at once); a group uses it to re-run
+    a member that failed for infrastructure reasons. Each `run_one(spec)` opens a fresh world.
+    """
 
     specs: list[EpisodeSpec]
     finalize: Finalize | None = None
+    play: Play | None = None
 
     @property
     def keys(self) -> list[tuple[str, str, int, int]]:
         return [s.key for s in self.specs]
+
+    async def run(self, run_one: EpisodeRunner) -> list[EpisodeRecord]:
+        if self.play is not None:
+            records = await self.play(self.specs, run_one)
+        else:
+            records = list(await asyncio.gather(*(run_one(s) for s in self.specs)))
+        return self.finalize(records) if self.finalize is not None else records
+
+
+class Planner(Protocol):
+    """Plans a run in stages: stage k+1 is drawn only after stage k has finished (adaptive groups)."""
+
+    @property
+    def planned(self) -> int: ...
+
+    def observe(self, record: dict[str, Any]) -> None:
+        """A record already in the run directory (resume)."""
+
+    def stages(self) -> Iterator[Iterable[Unit]]: ...
+
+    def summary(self) -> dict[str, Any]: ...
 
 
 @dataclass(slots=True)
@@ -84,9 +112,12 @@ class PreparedRun:
     harnesses: dict[str, Harness]
     ctx: BuildContext
     secrets: list[str] = field(default_factory=list)
+    planner: Planner | None = None
 
     @property
     def planned(self) -> int:
+        if self.planner is not None:
+            return self.planner.planned
         return len(self.tasks) * len(self.harnesses) * self.config.repeats
 
     def specs(self) -> Iterator[EpisodeSpec]:
@@ -95,6 +126,20 @@ class PreparedRun:
     def units(self) -> Iterator[Unit]:
         """The run as units; without groups, every episode is its own unit."""
         return (Unit([spec]) for spec in self.specs())
+
+    def stages(self) -> Iterator[Iterable[Unit]]:
+        """Units in stages; without a planner the whole run is one stage."""
+        return self.planner.stages() if self.planner is not None else iter([self.units()])
+
+    def remaining(self, done: set[tuple[str, str, int, int]]) -> int:
+        if self.planner is not None:
+            return max(0, self.planner.planned - len(done))
+        return sum(1 for s in self.specs() if s.key not in done)
+
+    def harness_for(self, spec: EpisodeSpec) -> Harness:
+        """The arm's harness; a solo group member runs it without the expert."""
+        harness = self.harnesses[spec.arm]
+        return harness if spec.with_expert or harness.expert is None else replace(harness, expert=None)
 
 
 def _versions() -> dict[str, str]:
@@ -132,7 +177,8 @@ async def _prepare(config: RunConfig, registry: Any, world: AwmWorld) -> Prepare
         if not tasks:
             raise ConfigError(f"--exclude-trivial: all {len(trivial)} selected tasks already pass with no actions")
     ctx = BuildContext(registry=registry, world=world, options={"tool_result_chars": config.tool_result_chars,
-                                                                "judge": config.judge})
+                                                                "judge": config.judge,
+                                                                "expert_criteria": config.expert_criteria})
     if config.verifier == "sql" and config.judge:
         world.judge = Judge(ctx.client(config.judge, "judge"), name=config.judge)
     harnesses: dict[str, Harness] = {}
@@ -150,6 +196,11 @@ async def _prepare(config: RunConfig, registry: Any, world: AwmWorld) -> Prepare
         )
     if config.judge:
         ctx.client(config.judge, "judge")  # plug-ins that judge use this client; preflight checks it now
+    planner = None
+    if config.group_size is not None or config.expert_ratio is not None:
+        from awm_runtime.groups import GroupPlanner
+
+        planner = GroupPlanner.from_config(config, tasks, harnesses)
     roles = [(role, client.config) for (role, _alias), client in ctx.clients.items()]
     try:
         await start_shards(config.model_procs, [cfg for _, cfg in roles])
@@ -158,7 +209,7 @@ async def _prepare(config: RunConfig, registry: Any, world: AwmWorld) -> Prepare
         await shutdown()
         raise
     secrets = [s for _, cfg in roles if cfg.api_key_env and (s := os.environ.get(cfg.api_key_env, ""))]
-    return PreparedRun(config, world, tasks, harnesses, ctx, secrets)
+    return PreparedRun(config, world, tasks, harnesses, ctx, secrets, planner)
 
 
 def _out_dir(config: RunConfig, run_id: str) -> Path:
@@ -188,8 +239,9 @@ async def run(config: RunConfig, *, sinks: Sequence[Sink] = (), prepared: Prepar
         done = completed_keys(out)
         for r in iter_records(out):
             stats.add(r)
-    units = [u for u in prep.units() if not all(k in done for k in u.keys)]
-    to_run = sum(len(u.specs) for u in units)
+            if prep.planner is not None:
+                prep.planner.observe(r)
+    to_run = prep.remaining(done)
     if on_start:
         on_start(prep.planned, len(done))
     events = (out / EVENTS).open("a", encoding="utf-8", buffering=1 << 16)
@@ -206,30 +258,30 @@ async def run(config: RunConfig, *, sinks: Sequence[Sink] = (), prepared: Prepar
     log.info("run_started", run_id=run_id, planned=prep.planned, already_done=len(done), to_run=to_run,
              concurrency=config.concurrency, out=str(out))
     started = time.perf_counter()
-    queue = iter(units)
     slots = asyncio.Semaphore(config.concurrency)
 
     async def episode(spec: EpisodeSpec) -> EpisodeRecord:
         async with slots:
             return await _one(spec, tasks_by_key[(spec.scenario, spec.task_idx)], prep, all_sinks, run_id)
 
-    async def worker() -> None:
+    async def worker(queue: Iterator[Unit]) -> None:
         for unit in queue:
-            records = list(await asyncio.gather(*(episode(s) for s in unit.specs)))
-            if unit.finalize is not None:
-                records = unit.finalize(records)
+            records = await unit.run(episode)
             lines = b"".join(record_line(r) for r in records)
             await asyncio.shield(asyncio.to_thread(writer.append, lines))
             for record in records:
                 stats.add(record)
 
     try:
-        async with asyncio.TaskGroup() as tg:
-            for _ in range(min(config.concurrency, len(units))):
-                tg.create_task(worker())
+        for stage in prep.stages():
+            units = [u for u in stage if not all(k in done for k in u.keys)]
+            queue = iter(units)
+            async with asyncio.TaskGroup() as tg:
+                for _ in range(min(config.concurrency, len(units))):
+                    tg.create_task(worker(queue))
     finally:
         summary = {"run_id": run_id, "out": str(out), "wall_s": round(time.perf_counter() - started, 3),
-                   **stats.to_dict()}
+                   **stats.to_dict(), **({"groups": prep.planner.summary()} if prep.planner else {})}
         writer.write_json(SUMMARY, summary)
         log.info("run_finished", run_id=run_id, episodes=stats.episodes, wall_s=summary["wall_s"])
         writer.close()
@@ -242,7 +294,7 @@ async def run(config: RunConfig, *, sinks: Sequence[Sink] = (), prepared: Prepar
 
 async def _one(spec: EpisodeSpec, task: Task, prep: PreparedRun, sinks: Sequence[Sink], run_id: str) -> EpisodeRecord:
     """The capture site: whatever happens, one record comes back."""
-    harness = prep.harnesses[spec.arm]
+    harness = prep.harness_for(spec)
     episode_id = uuid.uuid4().hex[:16]
     try:
         session = await prep.world.open(task, episode_id=episode_id)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from awm_runtime.models.sim._agent import Knobs, decide, render
-from awm_runtime.models.sim._expert import EXPERT_MARKER, advise, is_expert_prompt, plan_for
+from awm_runtime.models.sim._expert import CRITERIA_MARKER, EXPERT_MARKER, advise, is_expert_prompt, plan_for
 from awm_runtime.models.sim._knowledge import KnownTask, find_task, teach
 
 
@@ -31,4 +31,4 @@ def simulate(model: str, messages: list[dict[str, Any]], params: dict[str, Any])
     return {"role": "assistant", "content": content, "tool_calls": tool_calls or None}
 
 
-__all__ = ["EXPERT_MARKER", "KnownTask", "find_task", "plan_for", "simulate", "teach"]
+__all__ = ["CRITERIA_MARKER", "EXPERT_MARKER", "KnownTask", "find_task", "plan_for", "simulate", "teach"]

@@ -64,6 +64,16 @@ def _nudged(messages: list[dict[str, Any]]) -> bool:
     return last.get("role") == "user" and ASK in (last.get("content") or "") and len(messages) > 2
 
 
+def _opening_plan(messages: list[dict[str, Any]]) -> bool:
+    """A static advisor's plan, shown as a user message before the first reply."""
+    for m in messages:
+        if m.get("role") == "assistant":
+            return False
+        if m.get("role") == "user" and '"plan"' in (m.get("content") or ""):
+            return True
+    return False
+
+
 def _wrong_arguments(args: dict[str, Any], rng: random.Random) -> dict[str, Any]:
     """Same tool, one argument of the wrong type: the world answers 422, nothing changes."""
     if not args:
@@ -86,7 +96,7 @@ def decide(model: str, messages: list[dict[str, Any]], tool_names: set[str] | No
     if known is None:
         return Act("final", text="I do not know how to complete this task.")
 
-    advised = any(c.name == ASK and '"plan"' in c.result for c in calls)
+    advised = any(c.name == ASK and '"plan"' in c.result for c in calls) or _opening_plan(messages)
     scale = knobs.advised_factor if advised else 1.0
     done = _progress(known, calls)
     asked_last = bool(calls) and calls[-1].name == ASK

@@ -81,6 +81,8 @@ async def test_tool_error_counts_and_nudges_then_ask_recovers(tiny_world: Any) -
     record = await play(tiny_world, 1, ScriptedPolicy(script), expert=expert, nudges=[OnError()],
                         shaper=try_first())
     assert record.tool_errors == 1 and record.expert_calls == 1 and record.nudges == 1
+    world = [m for m in record.messages if m.source == "world"]
+    assert [m.tool_error for m in world] == [True, False, False]  # the failed delete, then the lookups that worked
     assert record.nudge_log[0].followed_by_ask is True
     assert record.ask_style == "recovery" and record.outcome == "complete" and record.reward == 1.3
     sources = [m.source for m in record.messages]

@@ -1,0 +1,97 @@
+"""Reading a run directory for export: records streamed, each arm's tool-call protocol, replies parsed."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from awm_runtime._errors import AwmError, ConfigError
+from awm_runtime._protocols import CallTool, FinalAnswer, ListTools, Malformed
+from awm_runtime.logs import EPISODES, MANIFEST, iter_records, read_manifest
+from policies.protocols import parse_reply
+
+# Fields of a recorded message that a trainer sees; everything else (turn, token data) is ours.
+_CHAT_FIELDS = ("role", "content", "tool_calls", "tool_call_id", "name")
+
+
+class _AnyTool:
+    """Every name is a tool: an export interprets replies, it does not re-judge unknown tools."""
+
+    def __contains__(self, name: object) -> bool:
+        return True
+
+
+def open_run(run: Path) -> dict[str, Any]:
+    """The run's manifest; a ConfigError that says what is wrong if `run` is not a run directory."""
+    run = Path(run)
+    if not (run / EPISODES).is_file():
+        raise ConfigError(f"{run} is not a run directory: it has no {EPISODES} (pass the --out of an awm-run)")
+    try:
+        return read_manifest(run) if (run / MANIFEST).is_file() else {}
+    except ValueError as exc:
+        raise ConfigError(f"{run / MANIFEST}: not valid JSON ({exc})") from None
+
+
+def arm_protocols(manifest: dict[str, Any]) -> dict[str, str]:
+    """arm -> protocol of its policy alias, from the run's own config; arms it cannot resolve are left out."""
+    from awm_runtime.models import load_registry
+
+    config = manifest.get("config") or {}
+    path = config.get("config_path")
+    try:
+        registry = load_registry(Path(path) if path and Path(path).is_file() else None)
+    except AwmError:
+        return {}
+    out: dict[str, str] = {}
+    for arm, info in (manifest.get("arms") or {}).items():
+        alias = ((info or {}).get("policy") or {}).get("alias", "")
+        if alias in registry:
+            out[arm] = registry.get(alias).protocol
+    return out
+
+
+def guess_protocol(message: dict[str, Any]) -> str:
+    """For policies the manifest cannot resolve (plug-ins, a lost awm.toml): read it off the reply."""
+    if message.get("tool_calls"):
+        return "native"
+    content = message.get("content") or ""
+    return "awm" if '"call_tool"' in content or '"list_tools"' in content else "hermes"
+
+
+def action_of(message: dict[str, Any], protocol: str | None) -> dict[str, Any]:
+    """A recorded policy reply, interpreted by the one parser (policies.protocols.parse_reply)."""
+    parsed = parse_reply(protocol or guess_protocol(message), message.get("content"), message.get("tool_calls"),
+                         _AnyTool())  # type: ignore[arg-type]
+    action = parsed.action
+    if isinstance(action, CallTool):
+        return {"kind": "call", "tool": action.call.name, "arguments": action.call.arguments}
+    if isinstance(action, ListTools):
+        return {"kind": "list_tools"}
+    if isinstance(action, FinalAnswer):
+        return {"kind": "final", "text": action.text}
+    assert isinstance(action, Malformed)
+    return {"kind": "malformed", "format_error": action.kind, "detail": action.detail}
+
+
+def chat_message(message: dict[str, Any], *, train: bool) -> dict[str, Any]:
+    """OpenAI chat fields plus `source` and `train` (whether this message is a training target)."""
+    out = {k: message[k] for k in _CHAT_FIELDS if message.get(k) is not None}
+    out.setdefault("content", None)
+    out["source"] = message.get("source")
+    for extra in ("reasoning", "format_error"):  # why a policy reply is no target, when it is not
+        if message.get(extra):
+            out[extra] = message[extra]
+    out["train"] = train
+    return out
+
+
+def is_target(message: dict[str, Any]) -> bool:
+    """Only the policy's own well-formed replies are targets: never expert, nudge, world or system text."""
+    return message.get("source") == "policy" and message.get("role") == "assistant" and not message.get("format_error")
+
+
+def records(run: Path, arms: set[str] | None = None) -> Iterator[dict[str, Any]]:
+    for record in iter_records(run):
+        if arms is None or record.get("arm") in arms:
+            yield record
