@@ -9,6 +9,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from awm_runtime import _events
 from awm_runtime._errors import ModelError
 from awm_runtime._types import Usage
 from awm_runtime.models._exceptions import RETRYABLE, retry_after_s, to_model_error
@@ -61,7 +62,11 @@ class ModelClient:
             total += 1
             try:
                 async with self._limiter.slot():
-                    return await self._once(messages, call_params)
+                    reply = await self._once(messages, call_params)
+                _events.model_called(role=self.role, alias=self.config.alias, endpoint=self.config.endpoint,
+                                     latency_s=reply.latency_s, prompt_tokens=reply.usage.prompt_tokens,
+                                     completion_tokens=reply.usage.completion_tokens, attempt=total)
+                return reply
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
@@ -72,15 +77,24 @@ class ModelClient:
                 limit = DEFAULT_ATTEMPTS.get(error.kind, 1) if self.config.max_retries is None \
                     else (self.config.max_retries + 1 if error.kind in RETRYABLE else 1)
                 if attempts[error.kind] >= limit:
+                    self._event_failed(error, total, deadline)
                     raise error from exc
                 wait = retry_after_s(exc) if error.kind == "rate_limit" else None
                 if wait is None:
                     wait = min(30.0, 0.5 * 2 ** (attempts[error.kind] - 1)) * (0.5 + random.random())
                 if time.monotonic() + wait > deadline:
+                    self._event_failed(error, total, deadline)
                     raise ModelError(f"{error} (retry deadline reached)", kind=error.kind,
                                      role=self.role, alias=self.config.alias) from exc
+                _events.model_retry(role=self.role, alias=self.config.alias, endpoint=self.config.endpoint,
+                                    kind=error.kind, attempt=total, wait_s=wait, error=str(error))
                 async with self._limiter.backoff():
                     await asyncio.sleep(wait)
+
+    def _event_failed(self, error: ModelError, attempts: int, deadline: float) -> None:
+        elapsed = time.monotonic() - (deadline - self.config.timeout_s * 4)
+        _events.model_failed(role=self.role, alias=self.config.alias, endpoint=self.config.endpoint,
+                             kind=error.kind, attempts=attempts, elapsed_s=elapsed, error=str(error))
 
     async def _once(self, messages: list[dict[str, Any]], params: dict[str, Any]) -> ModelReply:
         started = time.perf_counter()
