@@ -42,7 +42,7 @@ class EpisodePool:
         self.concurrency = concurrency
         self.control = control
         self.in_flight = 0
-        self.cancelled = 0  # episodes cancelled mid-flight (not recorded)
+        self.cancelled = 0  # episodes cancelled in flight (not recorded)
         self._slots = asyncio.Semaphore(concurrency)
         self._tasks = {t.key: t for t in prep.tasks}
 
@@ -71,11 +71,7 @@ class EpisodePool:
             unit = await next_unit()
             if unit is None or self.control.stop_requested:
                 return
-            try:
-                records = await self._run_unit(unit)
-            except asyncio.CancelledError:
-                self.cancelled += len(unit.specs)
-                raise
+            records = await self._run_unit(unit)
             await must_finish(done(unit, records))
 
     async def _run_unit(self, unit: Unit) -> list[EpisodeRecord]:
@@ -107,6 +103,7 @@ class EpisodePool:
         try:
             session = await self.prep.world.open(task, episode_id=episode_id)
         except asyncio.CancelledError:
+            self._cancelled(spec, episode_id, "world_open")
             raise
         except Exception as exc:
             log.error("world_open_failed", episode_id=episode_id, scenario=spec.scenario, task_idx=spec.task_idx,
@@ -119,14 +116,20 @@ class EpisodePool:
             return await run_episode(spec, task, session, harness, sinks=self.sinks, run_id=self.run_id,
                                      episode_id=episode_id)
         except asyncio.CancelledError:
-            log.info("episode_cancelled", episode_id=episode_id, arm=spec.arm, scenario=spec.scenario,
-                     task_idx=spec.task_idx, repeat=spec.repeat)
+            self._cancelled(spec, episode_id, "episode")
             raise
         except Exception as exc:  # run_episode records its own failures; this is a bug guard
             log.error("episode_crashed", episode_id=episode_id, error_class=type(exc).__name__, error=str(exc))
             return error_record(spec, task, harness, exc, episode_id=episode_id, run_id=self.run_id)
         finally:
             await must_finish(_close(session, episode_id))
+
+
+    def _cancelled(self, spec: EpisodeSpec, episode_id: str, stage: str) -> None:
+        """An in-flight episode stopped by cancellation: not recorded, so `--resume` runs it again."""
+        self.cancelled += 1
+        log.info("episode_cancelled", episode_id=episode_id, arm=spec.arm, scenario=spec.scenario,
+                 task_idx=spec.task_idx, repeat=spec.repeat, stage=stage)
 
 
 async def _close(session: object, episode_id: str) -> None:
