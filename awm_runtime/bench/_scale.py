@@ -1,0 +1,177 @@
+"""Scale: N concurrent episodes against a loopback model server in another process, at a fixed latency.
+
+Reports steady-state episodes/s against the latency-bound ideal (every in-flight episode always
+waiting on exactly one model reply), event-loop lag p99 in every process of the run, and RSS per
+in-flight episode of the runtime's processes (parent and shards; world and verifier processes are
+reported apart, as they belong to the world engine). Episodes are real: built-in worlds, the
+runtime's World, the chat policy over HTTP, verifiers. The server answers like the simulated
+oracle, so episodes really progress.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import math
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+TARGETS = {(256, 2.0): 0.90, (1000, 5.0): 0.75}
+LAG_TARGET_MS = 50.0
+RSS_TARGET_MIB = 1.0
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--episodes", type=int, default=256, metavar="N", help="episodes in flight (default 256)")
+    p.add_argument("--latency", type=float, default=2.0, metavar="S", help="model reply latency (default 2)")
+    p.add_argument("--waves", type=float, default=4.0, metavar="W",
+                   help="episodes run = W x N, so the steady state lasts about W-1 episode lengths (default 4)")
+    p.add_argument("--shards", default="auto", metavar="N|auto", help="worker processes (default auto)")
+    p.add_argument("--scenarios", default="*", metavar="GLOB", help="built-in scenarios to draw tasks from")
+    p.add_argument("--out", type=Path, default=None, metavar="DIR", help="keep the run directory here")
+
+
+def _start_server(latency: float, lifetime: float) -> tuple[subprocess.Popen[str], str]:
+    proc = subprocess.Popen([sys.executable, "-m", "awm_runtime.testing", "--latency", str(latency), "--mode",
+                             "sim-oracle", "--lifetime", str(lifetime)], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    url = proc.stdout.readline().strip()
+    if not url.startswith("http"):
+        proc.kill()
+        raise RuntimeError("the loopback model server did not start")
+    return proc, url
+
+
+def _children_rss() -> tuple[float, float]:
+    """RSS (MiB) of this process's children: (shards of the run, everything else: verifiers, worlds)."""
+    from awm_runtime.scheduler._control import rss_mib
+
+    me, shards, other = os.getpid(), 0.0, 0.0
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = Path(entry.path, "stat").read_text()
+            cmdline = Path(entry.path, "cmdline").read_bytes()
+        except OSError:
+            continue
+        if int(stat.rsplit(")", 1)[1].split()[1]) != me or b"awm_runtime.testing" in cmdline:
+            continue
+        if b"awm_runtime.scheduler._worker" in cmdline:
+            shards += rss_mib(entry.name)
+        else:
+            other += rss_mib(entry.name)
+    return shards, other
+
+
+def _steady(samples: list[dict[str, float]], n: int) -> tuple[float, float, float, list[dict[str, float]]]:
+    """The window where the run held ~N episodes in flight: (start, end, episodes/s, samples in it)."""
+    full = [s for s in samples if s["in_flight"] >= 0.95 * n]
+    if len(full) < 2:
+        return 0.0, 0.0, 0.0, []
+    a, b = full[0], full[-1]
+    rate = (b["finished"] - a["finished"]) / (b["t"] - a["t"]) if b["t"] > a["t"] else 0.0
+    return a["t"], b["t"], rate, [s for s in samples if a["t"] <= s["t"] <= b["t"]]
+
+
+async def run(args: argparse.Namespace) -> dict[str, Any]:
+    from awm_runtime import RunConfig
+    from awm_runtime.scheduler import RunProgress, prepare
+    from awm_runtime.scheduler import run as run_episodes
+    from awm_runtime.scheduler._control import rss_mib
+    from awm_runtime.worlds import load_worlds
+
+    n, latency = args.episodes, args.latency
+    tasks = [t for t in load_worlds("builtin").tasks()]
+    tmp = Path(tempfile.mkdtemp(prefix="awm-bench-scale-"))
+    out = args.out or tmp / "run"
+    lifetime = 600 + args.waves * 30 * latency * 10
+    server, url = _start_server(latency, lifetime)
+    try:
+        (tmp / "awm.toml").write_text(
+            f'[models.loop]\nmodel = "openai/sim-oracle"\napi_base = "{url}"\napi_key_env = "AWM_BENCH_KEY"\n'
+            f'protocol = "native"\nmax_concurrency = {n}\ntimeout_s = {latency * 4 + 120}\n')
+        os.environ["AWM_BENCH_KEY"] = "bench-key"
+        repeats = max(1, math.ceil(n * args.waves / len(tasks)))
+        config = RunConfig(policy="loop", expert="none", scenarios=args.scenarios, concurrency=n, repeats=repeats,
+                           shards=args.shards, out=out, config_path=tmp / "awm.toml", grace_s=5)
+        prep = await prepare(config)
+        progress = RunProgress()
+        samples: list[dict[str, float]] = []
+        base_rss = rss_mib()
+        started = time.monotonic()
+
+        async def sample() -> None:
+            while True:
+                shard_rss, other_rss = _children_rss()
+                samples.append({"t": time.monotonic() - started, "finished": progress.recorded,
+                                "in_flight": progress.in_flight, "rss": rss_mib(), "children_rss": shard_rss,
+                                "other_rss": other_rss})
+                await asyncio.sleep(0.5)
+
+        sampler = asyncio.create_task(sample())
+        try:
+            result = await run_episodes(config, prepared=prep, progress=progress)
+        finally:
+            sampler.cancel()
+    finally:
+        server.terminate()
+        try:
+            server.wait(10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+    return _report(args, result.summary, out, samples, base_rss, repeats)
+
+
+def _report(args: argparse.Namespace, summary: dict[str, Any], out: Path, samples: list[dict[str, float]],
+            base_rss: float, repeats: int) -> dict[str, Any]:
+    n, latency = args.episodes, args.latency
+    calls, sizes = [], []
+    with (out / "episodes.jsonl").open("rb") as fh:
+        for line in fh:
+            r = orjson.loads(line)
+            calls.append(r["usage"]["policy"]["calls"])
+            sizes.append(len(line))
+    mean_calls = statistics.fmean(calls) if calls else 0.0
+    ideal = n / (mean_calls * latency) if mean_calls else 0.0
+    t0, t1, rate, window = _steady(samples, n)
+    shards = summary.get("shard_stats") or []
+    lags = [summary["loop_lag_ms"]["p99_ms"], *(s["loop_lag_ms"]["p99_ms"] for s in shards if "loop_lag_ms" in s)]
+    idle_children = next((s["children_rss"] for s in samples if s["children_rss"] > 0), 0.0)
+    rss_steady = statistics.median(s["rss"] + s["children_rss"] for s in window) if window else 0.0
+    rss_per = (rss_steady - base_rss - idle_children) / n if window else 0.0
+    efficiency = rate / ideal if ideal else 0.0
+    target = TARGETS.get((n, latency))
+    outcomes = summary["arms"]["main"]["outcomes"] if summary.get("arms") else {}
+    result = {
+        "episodes_in_flight": n, "latency_s": latency, "shards": summary["shards"], "episodes": len(calls),
+        "repeats": repeats, "outcomes": outcomes, "mean_model_calls_per_episode": round(mean_calls, 3),
+        "wall_s": summary["wall_s"], "steady_window_s": [round(t0, 1), round(t1, 1)],
+        "episodes_per_s": round(rate, 3), "ideal_episodes_per_s": round(ideal, 3),
+        "efficiency": round(efficiency, 4), "model_calls_per_s": round(rate * mean_calls, 2),
+        "loop_lag_p99_ms": max(lags), "loop_lag_p99_ms_per_process": lags,
+        "rss_base_mib": round(base_rss + idle_children, 1), "rss_steady_mib": round(rss_steady, 1),
+        "rss_per_in_flight_episode_mib": round(rss_per, 3),
+        "world_processes_rss_mib_median": round(statistics.median(s["other_rss"] for s in window), 1)
+        if window else 0.0,
+        "record_bytes_mean": round(statistics.fmean(sizes), 0) if sizes else 0,
+        "load_average": os.getloadavg(), "cpus": os.cpu_count(), "run_dir": str(out),
+    }
+    result["table"] = [
+        ["episodes/s (steady)", f"{rate:.2f} of ideal {ideal:.2f}", ""],
+        ["efficiency", f"{efficiency:.1%}", f">= {target:.0%}" if target else "-"],
+        ["loop lag p99", f"{max(lags):.0f} ms", f"< {LAG_TARGET_MS:.0f} ms"],
+        ["RSS per in-flight episode", f"{rss_per:.3f} MiB", f"< {RSS_TARGET_MIB:g} MiB"],
+        ["shards", str(summary["shards"]), ""],
+        ["load average", " ".join(f"{x:.1f}" for x in os.getloadavg()), "quiet machine"],
+    ]
+    return result
