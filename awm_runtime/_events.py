@@ -100,11 +100,16 @@ class EpisodeEnded(Event):
 
 
 @dataclass(frozen=True, slots=True)
-class ModelCalled(Event):
-    name: ClassVar[str] = "model_called"
+class _ModelEvent(Event):
     role: str = ""
     alias: str = ""
     endpoint: str = ""
+    kind: str = ""  # the error class, for retries and failures
+
+
+@dataclass(frozen=True, slots=True)
+class ModelCalled(_ModelEvent):
+    name: ClassVar[str] = "model_called"
     latency_s: float = 0.0
     prompt_tokens: int = 0
     completion_tokens: int = 0
@@ -112,24 +117,16 @@ class ModelCalled(Event):
 
 
 @dataclass(frozen=True, slots=True)
-class ModelRetry(Event):
+class ModelRetry(_ModelEvent):
     name: ClassVar[str] = "model_retry"
-    role: str = ""
-    alias: str = ""
-    endpoint: str = ""
-    kind: str = ""
     attempt: int = 1
     wait_s: float = 0.0
     error: str = ""
 
 
 @dataclass(frozen=True, slots=True)
-class ModelFailed(Event):
+class ModelFailed(_ModelEvent):
     name: ClassVar[str] = "model_failed"
-    role: str = ""
-    alias: str = ""
-    endpoint: str = ""
-    kind: str = ""
     attempts: int = 1
     elapsed_s: float = 0.0
     error: str = ""

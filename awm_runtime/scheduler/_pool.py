@@ -16,7 +16,7 @@ import structlog
 
 from awm_runtime._errors import AwmError
 from awm_runtime._events import EpisodeEnded
-from awm_runtime._protocols import Sink
+from awm_runtime._protocols import Sink, WorldSession
 from awm_runtime._types import EpisodeRecord, EpisodeSpec, ErrorInfo, Task
 from awm_runtime.episode import Harness, run_episode
 from awm_runtime.scheduler._control import RunControl, must_finish
@@ -132,9 +132,9 @@ class EpisodePool:
                  task_idx=spec.task_idx, repeat=spec.repeat, stage=stage)
 
 
-async def _close(session: object, episode_id: str) -> None:
+async def _close(session: WorldSession, episode_id: str) -> None:
     try:
-        await session.close()  # type: ignore[attr-defined]
+        await session.close()
     except Exception as exc:  # a session that fails to close must not take its record with it
         log.error("session_close_failed", episode_id=episode_id, error_class=type(exc).__name__, error=str(exc))
 

@@ -80,43 +80,38 @@ async def test_cancelling_a_run_mid_episode_records_nothing_partial_and_resumes(
     assert result.summary["not_run"] == 0
 
 
+async def stopped(tmp_path: Path, n: int, policy: StepPolicy, concurrency: int, grace_s: float,
+                  stops: int = 1) -> tuple[Any, MemoryWorld, RunProgress]:
+    """Start a run, stop it (`stops` times) once `concurrency` episodes are in flight, and finish it."""
+    world = MemoryWorld(n)
+    prep = prepared(tmp_path / "run", world, policy, concurrency=concurrency)
+    control, progress = RunControl(grace_s=grace_s), RunProgress()
+    task = asyncio.create_task(run(prep.config, prepared=prep, control=control, progress=progress))
+    await _started(world, concurrency)
+    for _ in range(stops):
+        control.stop("SIGINT")
+    async with asyncio.timeout(60):
+        return await task, world, progress
+
+
 async def test_stop_lets_in_flight_episodes_finish_within_grace_and_starts_no_more(tmp_path: Path) -> None:
-    world = MemoryWorld(8)
-    prep = prepared(tmp_path / "run", world, StepPolicy(steps=1, delay_s=0.3), concurrency=3)
-    control = RunControl(grace_s=30)
-    task = asyncio.create_task(run(prep.config, prepared=prep, control=control))
-    await _started(world, 3)
-    control.stop("test")
-    result = await task
-    assert result.interrupted and result.summary["stop_reason"] == "test"
+    result, world, _ = await stopped(tmp_path, 8, StepPolicy(steps=1, delay_s=0.3), concurrency=3, grace_s=30)
+    assert result.interrupted and result.summary["stop_reason"] == "SIGINT"
     assert result.ran == 3 and result.not_run == 5 and result.summary["cancelled"] == 0
     assert world.opened == 3
 
 
 async def test_grace_over_cancels_in_flight_episodes_unrecorded(tmp_path: Path) -> None:
-    world = MemoryWorld(8)
-    prep = prepared(tmp_path / "run", world, StepPolicy(steps=50, delay_s=0.2), concurrency=3)
-    control = RunControl(grace_s=0.3)
-    progress = RunProgress()
-    task = asyncio.create_task(run(prep.config, prepared=prep, control=control, progress=progress))
-    await _started(world, 3)
-    control.stop("test")
-    result = await task
+    result, world, progress = await stopped(tmp_path, 8, StepPolicy(steps=50, delay_s=0.2), concurrency=3,
+                                            grace_s=0.3)
     assert result.ran == 0 and result.summary["cancelled"] == 3 and result.not_run == 8
     assert world.opened == world.closed == 3
     assert progress.cancelled == 3
 
 
 async def test_second_stop_cancels_at_once(tmp_path: Path) -> None:
-    world = MemoryWorld(4)
-    prep = prepared(tmp_path / "run", world, StepPolicy(steps=50, delay_s=0.2), concurrency=2)
-    control = RunControl(grace_s=600)
-    task = asyncio.create_task(run(prep.config, prepared=prep, control=control))
-    await _started(world, 2)
-    control.stop("SIGINT")
-    control.stop("SIGINT")
-    async with asyncio.timeout(10):
-        result = await task
+    result, _, _ = await stopped(tmp_path, 4, StepPolicy(steps=50, delay_s=0.2), concurrency=2, grace_s=600,
+                                 stops=2)
     assert result.summary["cancelled"] == 2
 
 
