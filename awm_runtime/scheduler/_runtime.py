@@ -9,7 +9,6 @@ flat however long the run. Resume is a set difference over episode keys.
 from __future__ import annotations
 
 import asyncio
-import math
 import os
 import platform
 import sys
@@ -50,7 +49,7 @@ from awm_runtime.scheduler._control import LoopLag, RunControl, peak_rss_mib, rs
 from awm_runtime.scheduler._plan import plan_episodes, select_tasks
 from awm_runtime.scheduler._pool import EpisodePool
 from awm_runtime.scheduler._progress import RunProgress, endpoint_dicts
-from awm_runtime.scheduler._shards import resolve_shards, run_sharded
+from awm_runtime.scheduler._shards import resolve_shards, run_sharded, split
 from awm_runtime.worlds import AwmWorld, load_split, load_worlds
 
 log = structlog.get_logger("awm_runtime.scheduler")
@@ -115,12 +114,12 @@ def _versions() -> dict[str, str]:
     return out
 
 
-async def prepare(config: RunConfig, *, check: bool = True, limit_share: float = 1.0) -> PreparedRun:
+async def prepare(config: RunConfig, *, check: bool = True, shard: tuple[int, int] = (0, 1)) -> PreparedRun:
     """Resolve everything a run needs and check it, so bad input fails before any episode.
 
-    A shard passes `check=False` (its parent ran the preflight) and its share of every endpoint's
-    limits, so N shards together never exceed what awm.toml allows."""
-    registry = share_limits(load_registry(config.config_path), limit_share)
+    A shard passes `check=False` (its parent ran the preflight) and `shard=(index, count)`: it
+    gets its part of every endpoint's limits, so the shards together keep to what awm.toml allows."""
+    registry = share_limits(load_registry(config.config_path), *shard)
     world = load_worlds(config.worlds, solutions=config.solutions)
     split = None if config.split == "all" else load_split(world)[config.split]
     tasks = select_tasks(world.tasks(), scenarios=config.scenarios, task_spec=config.tasks, split=split)
@@ -151,16 +150,18 @@ async def prepare(config: RunConfig, *, check: bool = True, limit_share: float =
     return PreparedRun(config, world, tasks, harnesses, ctx, secrets)
 
 
-def share_limits(registry: ModelRegistry, share: float) -> ModelRegistry:
-    """Every alias's concurrency and rate limits scaled by `share` (a shard's part of them)."""
-    if share >= 1.0:
+def share_limits(registry: ModelRegistry, index: int, count: int) -> ModelRegistry:
+    """Shard `index` of `count`: its part of every alias's concurrency and rate limits (at least 1 each)."""
+    if count <= 1:
         return registry
+
+    def part(limit: int | None) -> int | None:
+        return None if limit is None else max(1, split(limit, count)[index])
+
     for alias in registry.names():
         c = registry.get(alias)
-        registry = registry.with_overrides(
-            alias, max_concurrency=max(1, math.ceil(c.max_concurrency * share)),
-            rpm=max(1, math.ceil(c.rpm * share)) if c.rpm else None,
-            tpm=max(1, math.ceil(c.tpm * share)) if c.tpm else None)
+        registry = registry.with_overrides(alias, max_concurrency=part(c.max_concurrency), rpm=part(c.rpm),
+                                           tpm=part(c.tpm))
     return registry
 
 

@@ -98,7 +98,7 @@ async def run_sharded(config: RunConfig, prep: PreparedRun, run_id: str, out: Pa
                       done: set[tuple[str, str, int, int]]) -> dict[str, Any]:
     """Run `units` on `shards` worker processes; returns per-shard figures for the summary."""
     init = {"t": "init", "config": config.model_dump(mode="json"), "run_id": run_id, "events": str(out / EVENTS),
-            "shards": shards, "share": 1.0 / shards, "grace_s": control.grace_s}
+            "shards": shards, "grace_s": control.grace_s}
     fleet = [await _spawn(i, cap, init, out) for i, cap in enumerate(split(config.concurrency, shards))]
     for s in fleet:
         log.info("shard_started", shard=s.index, pid=s.proc.pid, concurrency=s.capacity)

@@ -70,7 +70,7 @@ async def _serve(fd: int) -> int:
     configure_logging(events)
     try:
         config = RunConfig(**init["config"])
-        prep = await prepare(config, check=False, limit_share=float(init["share"]))
+        prep = await prepare(config, check=False, shard=(int(init["shard"]), int(init["shards"])))
     except Exception as exc:  # the parent reports it; a shard has no terminal of its own
         await link.send({"t": "error", "message": f"{type(exc).__name__}: {exc}"})
         events.close()

@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 
 from awm_runtime import RunConfig
+from awm_runtime.models import load_registry
 from awm_runtime.scheduler import RunControl, RunProgress, prepare, resolve_shards, run
+from awm_runtime.scheduler._runtime import share_limits
 from awm_runtime.scheduler._shards import EPISODES_PER_SHARD, split
 from tests.awm_runtime.scheduler.test_runtime import keys
 
@@ -21,6 +23,15 @@ def test_auto_shards_follow_in_flight_episodes_up_to_the_cpus() -> None:
     assert resolve_shards("auto", 100 * EPISODES_PER_SHARD, cpus=4) == 4
     assert resolve_shards(3, 2) == 2  # never more shards than episodes in flight
     assert split(10, 3) == [4, 3, 3] and sum(split(1000, 7)) == 1000
+
+
+def test_shards_split_every_endpoint_limit_so_together_they_keep_to_it(tmp_path: Path) -> None:
+    toml = tmp_path / "awm.toml"
+    toml.write_text('[models.x]\nmodel = "openai/x"\nmax_concurrency = 10\nrpm = 7\n')
+    registry = load_registry(toml)
+    parts = [share_limits(registry, i, 3).get("x") for i in range(3)]
+    assert [p.max_concurrency for p in parts] == [4, 3, 3] and [p.rpm for p in parts] == [3, 2, 2]
+    assert all(p.tpm is None for p in parts) and share_limits(registry, 0, 1) is registry
 
 
 def slow_config(tmp_path: Path, latency_s: float) -> Path:
