@@ -72,6 +72,15 @@ def _children_rss() -> tuple[float, float]:
     return shards, other
 
 
+def _proc_cpu_s(pid: int) -> float:
+    """CPU seconds of a live process, from /proc/PID/stat (utime + stime)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
 def _steady(samples: list[dict[str, float]], n: int) -> tuple[float, float, float, list[dict[str, float]]]:
     """The window where the run held ~N episodes in flight: (start, end, episodes/s, samples in it)."""
     full = [s for s in samples if s["in_flight"] >= 0.95 * n]
@@ -86,7 +95,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     from awm_runtime import RunConfig
     from awm_runtime.scheduler import RunProgress, prepare
     from awm_runtime.scheduler import run as run_episodes
-    from awm_runtime.scheduler._control import rss_mib
+    from awm_runtime.scheduler._control import cpu_s, rss_mib
     from awm_runtime.worlds import load_worlds
 
     n, latency = args.episodes, args.latency
@@ -108,6 +117,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         samples: list[dict[str, float]] = []
         base_rss = rss_mib()
         started = time.monotonic()
+        cpu0 = {"self": cpu_s(), "children": cpu_s(-1), "server": _proc_cpu_s(server.pid)}
 
         async def sample() -> None:
             while True:
@@ -122,6 +132,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             result = await run_episodes(config, prepared=prep, progress=progress)
         finally:
             sampler.cancel()
+        cpu = {"self": cpu_s() - cpu0["self"], "children": cpu_s(-1) - cpu0["children"],
+               "server": _proc_cpu_s(server.pid) - cpu0["server"]}
     finally:
         server.terminate()
         try:
@@ -129,11 +141,11 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         except subprocess.TimeoutExpired:
             server.kill()
             server.wait()
-    return _report(args, result.summary, out, samples, base_rss, repeats)
+    return _report(args, result.summary, out, samples, base_rss, repeats, cpu)
 
 
 def _report(args: argparse.Namespace, summary: dict[str, Any], out: Path, samples: list[dict[str, float]],
-            base_rss: float, repeats: int) -> dict[str, Any]:
+            base_rss: float, repeats: int, cpu: dict[str, float]) -> dict[str, Any]:
     n, latency = args.episodes, args.latency
     calls, sizes = [], []
     with (out / "episodes.jsonl").open("rb") as fh:
@@ -150,6 +162,14 @@ def _report(args: argparse.Namespace, summary: dict[str, Any], out: Path, sample
     rss_steady = statistics.median(s["rss"] + s["children_rss"] for s in window) if window else 0.0
     rss_per = (rss_steady - base_rss - idle_children) / n if window else 0.0
     efficiency = rate / ideal if ideal else 0.0
+    # CPU per episode does not depend on how busy the machine is, so it predicts a quiet machine:
+    # the runtime (parent + shards), the world engine (verifier and world processes), the model server.
+    shard_cpu = sum(s.get("cpu_s", 0.0) for s in shards)
+    per = max(len(calls), 1)
+    cpu_ep = {"runtime": (cpu["self"] + shard_cpu) / per, "world": (cpu["children"] - shard_cpu) / per,
+              "model_server": cpu["server"] / per}
+    cores = os.cpu_count() or 1
+    ceiling = cores / sum(cpu_ep.values()) if sum(cpu_ep.values()) else 0.0
     target = TARGETS.get((n, latency))
     outcomes = summary["arms"]["main"]["outcomes"] if summary.get("arms") else {}
     result = {
@@ -163,6 +183,9 @@ def _report(args: argparse.Namespace, summary: dict[str, Any], out: Path, sample
         "rss_per_in_flight_episode_mib": round(rss_per, 3),
         "world_processes_rss_mib_median": round(statistics.median(s["other_rss"] for s in window), 1)
         if window else 0.0,
+        "cpu_s_per_episode": {k: round(v, 4) for k, v in cpu_ep.items()},
+        "cpu_bound_ceiling_episodes_per_s": round(ceiling, 2),
+        "cpu_bound_ceiling_efficiency": round(min(ceiling, ideal) / ideal, 4) if ideal else 0.0,
         "record_bytes_mean": round(statistics.fmean(sizes), 0) if sizes else 0,
         "load_average": os.getloadavg(), "cpus": os.cpu_count(), "run_dir": str(out),
     }
@@ -171,6 +194,8 @@ def _report(args: argparse.Namespace, summary: dict[str, Any], out: Path, sample
         ["efficiency", f"{efficiency:.1%}", f">= {target:.0%}" if target else "-"],
         ["loop lag p99", f"{max(lags):.0f} ms", f"< {LAG_TARGET_MS:.0f} ms"],
         ["RSS per in-flight episode", f"{rss_per:.3f} MiB", f"< {RSS_TARGET_MIB:g} MiB"],
+        ["CPU s/episode runtime|world|server", " | ".join(f"{v:.3f}" for v in cpu_ep.values()), ""],
+        ["CPU-bound ceiling (quiet machine)", f"{ceiling:.2f} episodes/s on {cores} cores", ""],
         ["shards", str(summary["shards"]), ""],
         ["load average", " ".join(f"{x:.1f}" for x in os.getloadavg()), "quiet machine"],
     ]

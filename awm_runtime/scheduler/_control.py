@@ -163,3 +163,11 @@ def peak_rss_mib() -> float:
     except (OSError, ValueError):
         pass
     return 0.0
+
+
+def cpu_s(who: int = 0) -> float:
+    """CPU seconds (user + system) of this process (`who=0`) or of its reaped children (`who=-1`)."""
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN if who == -1 else resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime

@@ -22,7 +22,7 @@ import orjson
 import structlog
 
 from awm_runtime._config import RunConfig
-from awm_runtime._errors import AwmError
+from awm_runtime._errors import AwmError, ConfigError
 from awm_runtime._types import EpisodeRecord
 from awm_runtime.logs import EVENTS, RunDirWriter, record_line
 from awm_runtime.scheduler._control import RunControl, must_finish
@@ -161,7 +161,8 @@ async def _serve(shard: Shard, feeder: _Feeder, prep: PreparedRun, progress: Run
     first = orjson.loads(await asyncio.wait_for(shard.reader.readline(), READY_TIMEOUT_S) or b'{"t":"eof"}')
     if first.get("t") != "ready":
         shard.ended = True
-        raise AwmError(f"shard {shard.index} failed to start: {first.get('message', 'it exited')}")
+        error = ConfigError if first.get("config") else AwmError
+        raise error(f"shard {shard.index} failed to start: {first.get('message', 'it exited')}")
     feeder.top_up(shard)
     while line := await shard.reader.readline():
         msg = orjson.loads(line)

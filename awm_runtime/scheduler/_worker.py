@@ -17,10 +17,11 @@ import orjson
 import structlog
 
 from awm_runtime._config import RunConfig
+from awm_runtime._errors import ConfigError
 from awm_runtime._types import EpisodeRecord, EpisodeSpec
 from awm_runtime.logs import EventLogSink, EventStream, configure_logging, record_line
 from awm_runtime.report import summary_fields
-from awm_runtime.scheduler._control import LoopLag, RunControl, peak_rss_mib, rss_mib
+from awm_runtime.scheduler._control import LoopLag, RunControl, cpu_s, peak_rss_mib, rss_mib
 from awm_runtime.scheduler._pool import EpisodePool
 from awm_runtime.scheduler._progress import endpoint_dicts
 from awm_runtime.scheduler._runtime import Unit, prepare
@@ -72,7 +73,8 @@ async def _serve(fd: int) -> int:
         config = RunConfig(**init["config"])
         prep = await prepare(config, check=False, shard=(int(init["shard"]), int(init["shards"])))
     except Exception as exc:  # the parent reports it; a shard has no terminal of its own
-        await link.send({"t": "error", "message": f"{type(exc).__name__}: {exc}"})
+        await link.send({"t": "error", "message": f"{type(exc).__name__}: {exc}",
+                         "config": isinstance(exc, ConfigError)})
         events.close()
         return 1
     configure_logging(events, secrets=prep.secrets)
@@ -125,7 +127,7 @@ async def _serve(fd: int) -> int:
     try:
         await pool.run(next_unit, done)
         await link.send({"t": "bye", "cancelled": pool.cancelled, "loop_lag_ms": lag.to_dict(),
-                         "peak_rss_mib": round(peak_rss_mib(), 1)})
+                         "peak_rss_mib": round(peak_rss_mib(), 1), "cpu_s": round(cpu_s(), 3)})
     except (BrokenPipeError, ConnectionResetError):
         pass  # the parent is gone; nothing can be recorded any more
     finally:

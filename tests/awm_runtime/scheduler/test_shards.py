@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from awm_runtime import RunConfig
+from awm_runtime import ConfigError, RunConfig
 from awm_runtime.models import load_registry
 from awm_runtime.scheduler import RunControl, RunProgress, prepare, resolve_shards, run
 from awm_runtime.scheduler._runtime import share_limits
@@ -93,5 +93,5 @@ async def test_a_shard_that_cannot_start_fails_the_run_clearly(tmp_path: Path) -
                        concurrency=4, shards=2, out=tmp_path / "run")
     prep = await prepare(config)
     broken = config.model_copy(update={"worlds": str(tmp_path / "vanished")})
-    with pytest.raises(Exception, match="shard 0 failed to start"):
+    with pytest.raises(ConfigError, match=r"shard \d failed to start: .*vanished' does not exist"):
         await run(broken, prepared=prep)
