@@ -239,7 +239,7 @@ async def run(config: RunConfig, *, sinks: Sequence[Sink] = (), prepared: Prepar
 
     async def record(unit: Unit, records: list[EpisodeRecord]) -> None:
         fresh = [r for r in records if (r.arm, r.scenario, r.task_idx, r.repeat) not in done]
-        await asyncio.to_thread(writer.append, b"".join(record_line(r) for r in fresh))
+        await asyncio.to_thread(lambda: writer.append(b"".join(record_line(r) for r in fresh)))
         for r in fresh:
             progress.stats.add(r)
         progress.recorded += len(fresh)

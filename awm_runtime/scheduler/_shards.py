@@ -190,7 +190,7 @@ async def _write(unit: Unit, lines: list[bytes], msg: dict[str, Any], progress: 
     if unit.finalize is not None:  # group finalisers live in this process: apply them here
         records = unit.finalize([EpisodeRecord.model_validate_json(raw) for raw in lines])
         fresh_records = [r for r in records if (r.arm, r.scenario, r.task_idx, r.repeat) not in done]
-        await asyncio.to_thread(writer.append, b"".join(record_line(r) for r in fresh_records))
+        await asyncio.to_thread(lambda: writer.append(b"".join(record_line(r) for r in fresh_records)))
         for r in fresh_records:
             progress.stats.add(r)
         progress.recorded += len(fresh_records)

@@ -132,3 +132,15 @@ def test_sigterm_past_the_grace_cancels_in_flight_episodes_and_records_them_as_n
     events = [json.loads(x) for x in (out / "events.jsonl").read_text().splitlines()]
     assert sum(1 for e in events if e["event"] == "episode_cancelled") == summary["cancelled"]
     assert "awm-run summary" in stdout
+
+
+def test_log_stdout_streams_the_events_while_the_summary_still_lands(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    proc = awm_run("--policy", "sim/oracle", "--expert", "none", "--scenarios", "shop*", "--tasks", "0-1",
+                   "--out", str(out), "--quiet", "--log-stdout")
+    assert proc.returncode == 0, proc.stderr
+    streamed = [json.loads(x) for x in proc.stdout.splitlines() if x.startswith('{"')]
+    assert [e["event"] for e in streamed] == [json.loads(x)["event"] for x in
+                                              (out / "events.jsonl").read_text().splitlines()]
+    assert {"run_started", "model_called", "episode_ended", "run_finished"} <= {e["event"] for e in streamed}
+    assert "awm-run summary" in proc.stdout
