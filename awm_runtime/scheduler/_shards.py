@@ -158,7 +158,10 @@ async def _relay_stop(fleet: list[Shard], control: RunControl, feeder: _Feeder) 
 async def _serve(shard: Shard, feeder: _Feeder, prep: PreparedRun, progress: RunProgress, writer: RunDirWriter,
                  done: set[tuple[str, str, int, int]]) -> None:
     """Read one shard's messages until it exits; write its records."""
-    first = orjson.loads(await asyncio.wait_for(shard.reader.readline(), READY_TIMEOUT_S) or b'{"t":"eof"}')
+    try:
+        first = orjson.loads(await asyncio.wait_for(shard.reader.readline(), READY_TIMEOUT_S) or b'{"t":"eof"}')
+    except TimeoutError:
+        first = {"message": f"not ready after {READY_TIMEOUT_S:g}s"}
     if first.get("t") != "ready":
         shard.ended = True
         error = ConfigError if first.get("config") else AwmError
