@@ -37,6 +37,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--shards", default="auto", metavar="N|auto", help="worker processes (default auto)")
     p.add_argument("--scenarios", default="*", metavar="GLOB", help="built-in scenarios to draw tasks from")
     p.add_argument("--out", type=Path, default=None, metavar="DIR", help="keep the run directory here")
+    p.add_argument("--stack", choices=("full", "scheduler"), default="full",
+                   help="full: HTTP model server, chat policy, AWM worlds; scheduler: the scheduler alone, with a "
+                        "policy that sleeps the latency and an in-memory world (one process)")
 
 
 def _start_server(latency: float, lifetime: float) -> tuple[subprocess.Popen[str], str]:
@@ -93,47 +96,27 @@ def _steady(samples: list[dict[str, float]], n: int) -> tuple[float, float, floa
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     from awm_runtime import RunConfig
-    from awm_runtime.scheduler import RunProgress, prepare
-    from awm_runtime.scheduler import run as run_episodes
-    from awm_runtime.scheduler._control import cpu_s, rss_mib
-    from awm_runtime.worlds import load_worlds
+    from awm_runtime.scheduler import prepare
 
     n, latency = args.episodes, args.latency
-    tasks = [t for t in load_worlds("builtin").tasks()]
     tmp = Path(tempfile.mkdtemp(prefix="awm-bench-scale-"))
     out = args.out or tmp / "run"
-    lifetime = 600 + args.waves * 30 * latency * 10
-    server, url = _start_server(latency, lifetime)
+    if args.stack == "scheduler":
+        prep = _scheduler_stack(n, latency, args.waves, out)
+        summary, samples, base_rss, cpu = await _measure(prep, None)
+        return _report(args, summary, out, samples, base_rss, prep.config.repeats, cpu)
+    server, url = _start_server(latency, 600 + args.waves * 300 * latency)
     try:
         (tmp / "awm.toml").write_text(
             f'[models.loop]\nmodel = "openai/sim-oracle"\napi_base = "{url}"\napi_key_env = "AWM_BENCH_KEY"\n'
             f'protocol = "native"\nmax_concurrency = {n}\ntimeout_s = {latency * 4 + 120}\n')
         os.environ["AWM_BENCH_KEY"] = "bench-key"
-        repeats = max(1, math.ceil(n * args.waves / len(tasks)))
-        config = RunConfig(policy="loop", expert="none", scenarios=args.scenarios, concurrency=n, repeats=repeats,
+        config = RunConfig(policy="loop", expert="none", scenarios=args.scenarios, concurrency=n, repeats=1,
                            shards=args.shards, out=out, config_path=tmp / "awm.toml", grace_s=5)
         prep = await prepare(config)
-        progress = RunProgress()
-        samples: list[dict[str, float]] = []
-        base_rss = rss_mib()
-        started = time.monotonic()
-        cpu0 = {"self": cpu_s(), "children": cpu_s(-1), "server": _proc_cpu_s(server.pid)}
-
-        async def sample() -> None:
-            while True:
-                shard_rss, other_rss = _children_rss()
-                samples.append({"t": time.monotonic() - started, "finished": progress.recorded,
-                                "in_flight": progress.in_flight, "rss": rss_mib(), "children_rss": shard_rss,
-                                "other_rss": other_rss})
-                await asyncio.sleep(0.5)
-
-        sampler = asyncio.create_task(sample())
-        try:
-            result = await run_episodes(config, prepared=prep, progress=progress)
-        finally:
-            sampler.cancel()
-        cpu = {"self": cpu_s() - cpu0["self"], "children": cpu_s(-1) - cpu0["children"],
-               "server": _proc_cpu_s(server.pid) - cpu0["server"]}
+        repeats = max(1, math.ceil(n * args.waves / len(prep.tasks)))
+        prep.config = config.model_copy(update={"repeats": repeats})
+        summary, samples, base_rss, cpu = await _measure(prep, server.pid)
     finally:
         server.terminate()
         try:
@@ -141,7 +124,128 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         except subprocess.TimeoutExpired:
             server.kill()
             server.wait()
-    return _report(args, result.summary, out, samples, base_rss, repeats, cpu)
+    return _report(args, summary, out, samples, base_rss, repeats, cpu)
+
+
+async def _measure(prep: Any, server_pid: int | None) -> tuple[dict[str, Any], list[dict[str, float]], float,
+                                                                dict[str, float]]:
+    """Run `prep` while sampling progress, in-flight episodes and RSS; CPU seconds by process kind."""
+    from awm_runtime.scheduler import RunProgress
+    from awm_runtime.scheduler import run as run_episodes
+    from awm_runtime.scheduler._control import cpu_s, rss_mib
+
+    progress = RunProgress()
+    samples: list[dict[str, float]] = []
+    base_rss = rss_mib()
+    started = time.monotonic()
+    cpu0 = {"self": cpu_s(), "children": cpu_s(-1), "server": _proc_cpu_s(server_pid) if server_pid else 0.0}
+
+    async def sample() -> None:
+        while True:
+            shard_rss, other_rss = _children_rss()
+            samples.append({"t": time.monotonic() - started, "finished": progress.recorded,
+                            "in_flight": progress.in_flight, "rss": rss_mib(), "children_rss": shard_rss,
+                            "other_rss": other_rss})
+            await asyncio.sleep(0.5)
+
+    sampler = asyncio.create_task(sample())
+    try:
+        result = await run_episodes(prep.config, prepared=prep, progress=progress)
+    finally:
+        sampler.cancel()
+    cpu = {"self": cpu_s() - cpu0["self"], "children": cpu_s(-1) - cpu0["children"],
+           "server": (_proc_cpu_s(server_pid) - cpu0["server"]) if server_pid else 0.0}
+    return result.summary, samples, base_rss, cpu
+
+
+class _SleepPolicy:
+    """Answers after `latency_s`: 2 to 6 tool calls depending on the task (4 on average, about what
+    the oracle needs, and varied so that episodes do not finish in lockstep), then a final answer."""
+
+    def __init__(self, latency_s: float) -> None:
+        self.latency_s = latency_s
+
+    @property
+    def ref(self) -> Any:
+        from awm_runtime import ModelRef
+
+        return ModelRef(alias="sleep", model="bench/sleep", simulated=True)
+
+    def begin(self, task: Any, tools: Any) -> list[Any]:
+        from awm_runtime import Message
+
+        return [Message(role="user", content=task.text, source="system")]
+
+    async def act(self, messages: Any, tools: Any, *, seed: int = 0) -> Any:
+        from awm_runtime import CallTool, FinalAnswer, Message, PolicyTurn, ToolCall, Usage
+
+        await asyncio.sleep(self.latency_s)
+        turn = sum(1 for m in messages if m.role == "assistant")
+        steps = 2 + int((messages[0].content or "0").rsplit(" ", 1)[-1]) % 5
+        action = FinalAnswer("done") if turn >= steps else CallTool(ToolCall(id=f"c{turn}", name="noop"))
+        return PolicyTurn(message=Message(role="assistant", content="x" * 200, source="policy"), action=action,
+                          usage=Usage(calls=1, prompt_tokens=500, completion_tokens=50), elapsed_s=self.latency_s)
+
+    def observe(self, turn: Any, text: str, source: Any) -> list[Any]:
+        from awm_runtime import Message
+
+        return [Message(role="user", content=text, source=source)]
+
+
+class _MemorySession:
+    """A tool that answers at once and a verifier that always passes."""
+
+    @property
+    def tools(self) -> Any:
+        from awm_runtime import ToolSpec
+
+        return [ToolSpec(name="noop")]
+
+    async def call_tool(self, call: Any) -> Any:
+        from awm_runtime import ToolResult
+
+        return ToolResult(text="ok " * 100)
+
+    async def verify(self, final_answer: str, messages: Any) -> Any:
+        from awm_runtime import Verdict
+
+        return Verdict(result="complete", mode="none")
+
+    async def close(self) -> None:
+        return None
+
+
+class _MemoryWorld:
+    """Sixty tasks, each episode in a _MemorySession."""
+
+    name = "memory"
+
+    def __init__(self) -> None:
+        from awm_runtime import Task
+
+        self._tasks = [Task(scenario="memory", task_idx=i, text=f"task {i}") for i in range(60)]
+
+    def tasks(self) -> Any:
+        return self._tasks
+
+    async def open(self, task: Any, *, episode_id: str) -> _MemorySession:
+        return _MemorySession()
+
+    def close(self) -> None:
+        return None
+
+
+def _scheduler_stack(n: int, latency: float, waves: float, out: Path) -> Any:
+    from awm_runtime import Harness, RunConfig
+    from awm_runtime._build import BuildContext, build_shaper
+    from awm_runtime.models import load_registry
+    from awm_runtime.scheduler import PreparedRun
+
+    world = _MemoryWorld()
+    config = RunConfig(concurrency=n, repeats=max(1, math.ceil(n * waves / 60)), shards=1, out=out, grace_s=5)
+    harness = Harness(policy=_SleepPolicy(latency), shaper=build_shaper("awm"))
+    return PreparedRun(config, world, list(world.tasks()), {"main": harness},  # type: ignore[arg-type]
+                       BuildContext(registry=load_registry()))
 
 
 def _report(args: argparse.Namespace, summary: dict[str, Any], out: Path, samples: list[dict[str, float]],
