@@ -167,11 +167,13 @@ async def _serve(shard: Shard, feeder: _Feeder, prep: PreparedRun, progress: Run
         error = ConfigError if first.get("config") else AwmError
         raise error(f"shard {shard.index} failed to start: {first.get('message', 'it exited')}")
     feeder.top_up(shard)
-    while line := await shard.reader.readline():
+    while (line := await shard.reader.readline()).endswith(b"\n"):  # a line cut short: the shard died
         msg = orjson.loads(line)
         kind = msg.get("t")
         if kind == "unit":
             lines = [await shard.reader.readline() for _ in range(msg["n"])]
+            if not all(raw.endswith(b"\n") for raw in lines):
+                break
             unit = shard.outstanding.pop(msg["id"])
             await must_finish(_write(unit, lines, msg, progress, writer, done))
             feeder.top_up(shard)

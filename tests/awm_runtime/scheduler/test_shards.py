@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import signal
 from pathlib import Path
 
 import pytest
@@ -95,3 +96,34 @@ async def test_a_shard_that_cannot_start_fails_the_run_clearly(tmp_path: Path) -
     broken = config.model_copy(update={"worlds": str(tmp_path / "vanished")})
     with pytest.raises(ConfigError, match=r"shard \d failed to start: .*vanished' does not exist"):
         await run(broken, prepared=prep)
+
+
+async def test_a_shard_killed_mid_run_loses_only_its_in_flight_episodes(tiny_dir: Path, tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    config = RunConfig(worlds=str(tiny_dir), policy="slow", expert="none", repeats=8, concurrency=4, shards=2,
+                       config_path=slow_config(tmp_path, 0.5), out=out)
+    progress = RunProgress()
+    task = asyncio.create_task(run(config, prepared=await prepare(config), progress=progress))
+
+    def started() -> list[dict[str, object]]:
+        text = (out / "events.jsonl").read_text() if (out / "events.jsonl").is_file() else ""
+        return [e for e in map(json.loads, text.splitlines()) if e["event"] == "shard_started"]
+
+    async with asyncio.timeout(60):
+        while progress.in_flight < 4 or len(started()) < 2:  # noqa: ASYNC110 - heartbeats and event flushes
+            await asyncio.sleep(0.05)
+    victim = int(started()[0]["pid"])  # type: ignore[call-overload]
+    os.kill(victim, signal.SIGKILL)
+    result = await task
+    stats = {s["pid"]: s for s in result.summary["shard_stats"]}
+    assert stats[victim]["exit"] == -signal.SIGKILL
+    assert 1 <= result.not_run <= 3 and result.ran + result.not_run == 24
+    events = [json.loads(x)["event"] for x in (out / "events.jsonl").read_text().splitlines()]
+    assert "shard_failed" in events
+    got = keys(out)  # every line whole, every key once
+    assert len(got) == len(set(got)) == result.ran
+
+    again = config.model_copy(update={"resume": True})
+    await run(again, prepared=await prepare(again))
+    got = keys(out)
+    assert len(got) == len(set(got)) == 24
