@@ -33,9 +33,10 @@ if TYPE_CHECKING:
 
 log = structlog.get_logger("awm_runtime.scheduler")
 
-# Measured on a 2-core machine (docs/runs.md): one loop keeps up with a few hundred in-flight
-# episodes at multi-second model latency; beyond that its lag grows and throughput flattens.
-EPISODES_PER_SHARD = 384
+# Measured (docs/runs.md): the full stack costs one loop about 0.12 CPU-s per episode (about 20 ms
+# per model call: litellm, tool calls, records), so a loop saturates near 50-100 calls/s, i.e. at
+# 100-200 episodes in flight at 2 s latency. The scheduler's own share is about 1.3 ms per episode.
+EPISODES_PER_SHARD = 128
 READY_TIMEOUT_S = 300.0
 LINE_LIMIT = 1 << 28  # a record line can be large (long transcripts); this is a cap, not a buffer
 
