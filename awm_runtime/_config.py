@@ -45,6 +45,12 @@ class RunConfig(BaseModel):
     tasks: str = "all"
     split: Literal["train", "test", "all"] = "all"
     exclude_trivial: bool = False
+    # World engine (issue 3): verifier mode and judge, FK enforcement, tool timeout, worker processes.
+    verifier: Literal["code", "sql"] = "code"
+    judge: str | None = None
+    foreign_keys: bool = False
+    tool_timeout_s: float = Field(default=30.0, gt=0)
+    world_workers: int = Field(default=0, ge=0)
     repeats: int = Field(default=1, ge=1)
     concurrency: int = Field(default=32, ge=1)
     max_turns: int = Field(default=20, ge=1)

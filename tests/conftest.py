@@ -38,7 +38,7 @@ def tiny_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 async def tiny_world(tiny_dir: Path) -> Any:
     world = load_worlds(tiny_dir)
     yield world
-    world.close()
+    await world.aclose()
 
 
 def task_of(world: AwmWorld, idx: int) -> Task:

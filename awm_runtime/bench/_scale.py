@@ -231,7 +231,7 @@ class _MemoryWorld:
     async def open(self, task: Any, *, episode_id: str) -> _MemorySession:
         return _MemorySession()
 
-    def close(self) -> None:
+    async def aclose(self) -> None:
         return None
 
 

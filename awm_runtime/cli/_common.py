@@ -18,6 +18,16 @@ def fail(message: str, prog: str) -> NoReturn:
     raise SystemExit(EXIT_CONFIG)
 
 
+def console_logging() -> None:
+    """Until a run directory takes over the event stream: warnings only, on stderr (stdout may be JSON)."""
+    import logging
+
+    import structlog
+
+    structlog.configure(logger_factory=structlog.PrintLoggerFactory(sys.stderr),
+                        wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
+
+
 def guarded(prog: str, main: Callable[[], int]) -> int:
     try:
         return main()

@@ -11,7 +11,7 @@ from typing import Any
 
 from awm_runtime._config import build_run_config
 from awm_runtime._errors import ConfigError
-from awm_runtime.cli._common import EXIT_INTERRUPTED, guarded
+from awm_runtime.cli._common import EXIT_INTERRUPTED, console_logging, guarded
 from awm_runtime.models import load_toml
 
 DESCRIPTION = """Run concurrent agent episodes on AWM worlds and write a run directory.
@@ -56,6 +56,16 @@ def parser() -> argparse.ArgumentParser:
     a("--config", type=Path, dest="config_path", metavar="awm.toml", help="model aliases and [run] defaults")
     a("--out", type=Path, metavar="DIR", help="run directory (default runs/<timestamp>-<id>)")
     a("--resume", action="store_true", default=None, help="continue the run in --out, skipping finished episodes")
+    # World engine: which tasks, how they are judged, how worlds run.
+    a("--exclude-trivial", action="store_true", default=None,
+      help="skip tasks whose verifier already passes on the untouched DB (checked once per dataset, cached)")
+    a("--verifier", choices=("code", "sql"), help="code: the verifier decides (default); sql: it gathers evidence "
+                                                 "and the --judge model decides")
+    a("--judge", metavar="ALIAS", help="model alias of the SQL-mode judge (role judge)")
+    a("--foreign-keys", action="store_true", default=None, help="enforce PRAGMA foreign_keys in world DBs")
+    a("--tool-timeout", type=float, dest="tool_timeout_s", metavar="S",
+      help="seconds a tool call may take before its episode ends as a world error (default 30)")
+    a("--world-workers", type=int, metavar="N", help="world worker processes (default: one per core, 2 to 8)")
     a("--quiet", action="store_true", help="no progress bar; print only the summary")
     a("--json", action="store_true", help="print the summary as JSON on stdout (implies --quiet)")
     # Scheduler and logs (issue 8).
@@ -108,6 +118,7 @@ def main(argv: list[str] | None = None) -> int:
         from awm_runtime.scheduler import RunControl, RunProgress, prepare, run
 
         config = _config(args)
+        console_logging()
         quiet = args.quiet or args.json
         console = Console(stderr=True)
         progress = RunProgress()

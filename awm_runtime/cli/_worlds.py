@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 from pathlib import Path
+from typing import Any
 
-from awm_runtime.cli._common import guarded
+from awm_runtime.cli._common import console_logging, guarded
 
 
 def parser() -> argparse.ArgumentParser:
@@ -15,6 +17,21 @@ def parser() -> argparse.ArgumentParser:
     ls = sub.add_parser("list", help="scenarios and tasks in a worlds directory")
     ls.add_argument("--worlds", default="builtin", metavar="builtin|DIR")
     ls.add_argument("--json", action="store_true")
+    ck = sub.add_parser("check", help="build every scenario; run each task's no-op and reference solution",
+                        description="Build every scenario and run, for every task, a no-op episode (does the "
+                                    "untouched DB already pass? then the task is trivial) and the reference "
+                                    "solution, through the real tool path and verifier.")
+    ck.add_argument("--worlds", default="builtin", metavar="builtin|DIR")
+    ck.add_argument("--solutions", type=Path, metavar="FILE", help="reference solutions (default: the dataset's)")
+    ck.add_argument("--scenarios", default="*", metavar="GLOB", help="scenario names, comma-separated globs")
+    ck.add_argument("--tasks", default="all", metavar="SPEC", help="task indices: all, 3, 0-4 or 0,2,7-9")
+    ck.add_argument("--verifier", choices=("code", "sql"), default="code", help="verifier mode (default code)")
+    ck.add_argument("--judge", metavar="ALIAS", help="model alias of the SQL-mode judge")
+    ck.add_argument("--config", type=Path, metavar="awm.toml", help="model aliases (for --judge)")
+    ck.add_argument("--foreign-keys", action="store_true", help="enforce PRAGMA foreign_keys in world DBs")
+    ck.add_argument("--tool-timeout", type=float, default=30.0, metavar="S", help="seconds per tool call (default 30)")
+    ck.add_argument("--concurrency", type=int, default=4, metavar="N", help="tasks checked at once (default 4)")
+    ck.add_argument("--json", action="store_true", help="stable JSON on stdout")
     pk = sub.add_parser("pack", help="pack scenario source folders into AWM JSONL files")
     pk.add_argument("--src", type=Path, default=None, help="folder of scenario folders (default: the built-in sources)")
     pk.add_argument("--out", type=Path, default=None, help="output directory (default: the built-in data)")
@@ -48,6 +65,82 @@ def _list(args: argparse.Namespace) -> int:
     return 0
 
 
+def _summary(checks: list[Any]) -> dict[str, int]:
+    refs = [c for c in checks if c.reference_passes is not None]
+    return {"tasks": len(checks), "loads": sum(c.loads for c in checks),
+            "trivial": sum(c.noop_passes is True for c in checks),
+            "reference_checked": len(refs), "reference_passes": sum(c.reference_passes is True for c in refs),
+            "with_errors": sum(bool(c.errors) for c in checks)}
+
+
+async def _run_check(args: argparse.Namespace) -> dict[str, Any]:
+    from awm_runtime.scheduler._plan import select_tasks
+    from awm_runtime.worlds import WorldOptions, load_worlds
+    from awm_runtime.worlds._check import check_tasks, spec_problems
+
+    world = load_worlds(args.worlds, solutions=args.solutions,
+                        options=WorldOptions(verifier=args.verifier, foreign_keys=args.foreign_keys,
+                                             tool_timeout_s=args.tool_timeout))
+    try:
+        if args.verifier == "sql":
+            world.judge = await _judge(args)
+        tasks = select_tasks(world.tasks(), scenarios=args.scenarios, task_spec=args.tasks)
+        checks = await check_tasks(world, tasks, concurrency=max(1, args.concurrency))
+        for sid in dict.fromkeys(t.scenario for t in tasks):
+            world.problems.extend(await spec_problems(world, sid))
+    finally:
+        await world.aclose()
+    return {"worlds": str(world.dataset.root), "verifier": args.verifier, "summary": _summary(checks),
+            "tasks": [c.to_dict() for c in checks],
+            "problems": [{"file": p.file, "line": p.line, "scenario": p.scenario, "task_idx": p.task_idx,
+                          "message": p.message} for p in world.problems]}
+
+
+async def _judge(args: argparse.Namespace) -> Any:
+    from awm_runtime._build import BuildContext
+    from awm_runtime._errors import ConfigError
+    from awm_runtime.models import load_registry
+    from awm_runtime.models._preflight import preflight
+    from awm_runtime.verifiers import Judge
+
+    if not args.judge:
+        raise ConfigError("--verifier sql needs --judge ALIAS: the model that classifies each episode")
+    client = BuildContext(registry=load_registry(args.config)).client(args.judge, "judge")
+    await preflight([("judge", client.config)])
+    return Judge(client, name=args.judge)
+
+
+def _check(args: argparse.Namespace) -> int:
+    report = asyncio.run(_run_check(args))
+    if args.json:
+        print(json.dumps(report, indent=2, sort_keys=True))
+        return 0
+    from rich.console import Console
+    from rich.table import Table
+
+    def mark(value: bool | None) -> str:
+        return {True: "yes", False: "no", None: "-"}[value]
+
+    table = Table(title=f"awm-worlds check: {report['worlds']} ({report['verifier']} mode)")
+    for col in ("scenario", "task", "loads", "trivial", "reference", "errors"):
+        table.add_column(col)
+    for t in report["tasks"]:
+        table.add_row(t["scenario"], str(t["task_idx"]), mark(t["loads"]), mark(t["noop_passes"]),
+                      mark(t["reference_passes"]), (t["errors"][0][:100] if t["errors"] else ""))
+    console = Console()
+    console.print(table)
+    s = report["summary"]
+    console.print(f"{s['tasks']} tasks: {s['loads']} load, {s['trivial']} trivial (pass with no actions), "
+                  f"{s['reference_passes']}/{s['reference_checked']} reference solutions pass, "
+                  f"{s['with_errors']} with errors")
+    for problem in report["problems"]:
+        where = problem["file"] + (f":{problem['line']}" if problem["line"] else "")
+        task = f" task {problem['task_idx']}" if problem["task_idx"] is not None else ""
+        console.print(f"problem: {where}: {problem['scenario']}{task}: {problem['message']}", markup=False,
+                      highlight=False)
+    return 0
+
+
 def _pack(args: argparse.Namespace) -> int:
     from awm_runtime.worlds import BUILTIN_DATA, BUILTIN_SOURCES, pack_sources
 
@@ -58,5 +151,6 @@ def _pack(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    commands = {"list": _list, "pack": _pack}
+    console_logging()
+    commands = {"list": _list, "check": _check, "pack": _pack}
     return guarded("awm-worlds", lambda: commands[args.command](args))

@@ -45,12 +45,13 @@ from awm_runtime.logs import (
 )
 from awm_runtime.models import ModelRegistry, load_registry
 from awm_runtime.models._preflight import preflight
-from awm_runtime.scheduler._control import LoopLag, RunControl, peak_rss_mib, rss_mib
+from awm_runtime.scheduler._control import LoopLag, RunControl, must_finish, peak_rss_mib, rss_mib
 from awm_runtime.scheduler._plan import plan_episodes, select_tasks
 from awm_runtime.scheduler._pool import EpisodePool
 from awm_runtime.scheduler._progress import RunProgress, endpoint_dicts
 from awm_runtime.scheduler._shards import resolve_shards, run_sharded, split
-from awm_runtime.worlds import AwmWorld, load_split, load_worlds
+from awm_runtime.verifiers import Judge
+from awm_runtime.worlds import AwmWorld, load_split, load_worlds, trivial_tasks, world_options
 
 log = structlog.get_logger("awm_runtime.scheduler")
 
@@ -120,13 +121,30 @@ async def prepare(config: RunConfig, *, check: bool = True, shard: tuple[int, in
     A shard passes `check=False` (its parent ran the preflight) and `shard=(index, count)`: it
     gets its part of every endpoint's limits, so the shards together keep to what awm.toml allows."""
     registry = share_limits(load_registry(config.config_path), *shard)
-    world = load_worlds(config.worlds, solutions=config.solutions)
+    world = load_worlds(config.worlds, solutions=config.solutions, options=world_options(config))
+    try:
+        return await _prepare(config, registry, world, check)
+    except BaseException:
+        await asyncio.shield(world.aclose())
+        raise
+
+
+async def _prepare(config: RunConfig, registry: Any, world: AwmWorld, check: bool) -> PreparedRun:
     split = None if config.split == "all" else load_split(world)[config.split]
     tasks = select_tasks(world.tasks(), scenarios=config.scenarios, task_spec=config.tasks, split=split)
     if not tasks:
         raise ConfigError(f"no tasks match --scenarios {config.scenarios!r} --tasks {config.tasks!r} "
                           f"--split {config.split} in {world.name} ({len(world.tasks())} tasks loaded)")
+    if config.verifier == "sql" and not config.judge:
+        raise ConfigError("--verifier sql needs --judge ALIAS: the model that classifies each episode")
+    if config.exclude_trivial:
+        trivial = await trivial_tasks(world, tasks)
+        tasks = [t for t in tasks if t.key not in trivial]
+        if not tasks:
+            raise ConfigError(f"--exclude-trivial: all {len(trivial)} selected tasks already pass with no actions")
     ctx = BuildContext(registry=registry, world=world, options={"tool_result_chars": config.tool_result_chars})
+    if config.verifier == "sql" and config.judge:
+        world.judge = Judge(ctx.client(config.judge, "judge"), name=config.judge)
     harnesses: dict[str, Harness] = {}
     for arm in config.arm_list():
         c = config.for_arm(arm)
@@ -267,7 +285,7 @@ async def run(config: RunConfig, *, sinks: Sequence[Sink] = (), prepared: Prepar
         events.close()
         structlog.configure(**saved_logging)
         writer.close()
-        prep.world.close()
+        await must_finish(prep.world.aclose())
     return RunResult(run_id, out, summary, prep.planned, progress.recorded, len(done), summary["not_run"],
                      control.stop_requested)
 

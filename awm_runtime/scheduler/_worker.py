@@ -21,7 +21,7 @@ from awm_runtime._errors import ConfigError
 from awm_runtime._types import EpisodeRecord, EpisodeSpec
 from awm_runtime.logs import EventLogSink, EventStream, configure_logging, record_line
 from awm_runtime.report import summary_fields
-from awm_runtime.scheduler._control import LoopLag, RunControl, cpu_s, peak_rss_mib, rss_mib
+from awm_runtime.scheduler._control import LoopLag, RunControl, cpu_s, must_finish, peak_rss_mib, rss_mib
 from awm_runtime.scheduler._pool import EpisodePool
 from awm_runtime.scheduler._progress import endpoint_dicts
 from awm_runtime.scheduler._runtime import Unit, prepare
@@ -134,7 +134,7 @@ async def _serve(fd: int) -> int:
         for t in background:
             t.cancel()
         events.close()
-        prep.world.close()
+        await must_finish(prep.world.aclose())
     return 0
 
 

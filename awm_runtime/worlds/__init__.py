@@ -5,10 +5,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from awm_runtime._config import RunConfig
+from awm_runtime.verifiers import Judge
+from awm_runtime.worlds._check import TaskCheck, check_tasks, trivial_tasks
 from awm_runtime.worlds._format import Dataset, LoadProblem, Scenario, Solution, iter_solutions, load_dataset
 from awm_runtime.worlds._names import normalize_scenario
 from awm_runtime.worlds._pack import make_split, pack_sources
-from awm_runtime.worlds._world import AwmSession, AwmWorld
+from awm_runtime.worlds._world import AwmSession, AwmWorld, WorldOptions
 
 BUILTIN_DATA = Path(__file__).parent / "builtin" / "data"
 BUILTIN_SOURCES = Path(__file__).parent / "builtin" / "src"
@@ -19,15 +22,22 @@ def resolve_worlds_dir(spec: str | Path) -> Path:
     return BUILTIN_DATA if str(spec) == "builtin" else Path(spec).expanduser()
 
 
-def load_worlds(spec: str | Path = "builtin", *, solutions: Path | None = None) -> AwmWorld:
-    """Load an AWM-format directory (or the built-in worlds) as a World."""
+def load_worlds(spec: str | Path = "builtin", *, solutions: Path | None = None,
+                options: WorldOptions | None = None, judge: Judge | None = None) -> AwmWorld:
+    """Load an AWM-format directory (or the built-in worlds) as a World. Nothing starts until first use."""
     root = resolve_worlds_dir(spec)
     dataset = load_dataset(root)
     if solutions is not None:
         for sid, idx, sol in iter_solutions(solutions, dataset.problems):
             if sid in dataset.scenarios:
                 dataset.scenarios[sid].solutions[idx] = sol
-    return AwmWorld(dataset, name="builtin" if str(spec) == "builtin" else root.name)
+    return AwmWorld(dataset, name="builtin" if str(spec) == "builtin" else root.name, options=options, judge=judge)
+
+
+def world_options(config: RunConfig) -> WorldOptions:
+    """The world settings of a run."""
+    return WorldOptions(verifier=config.verifier, foreign_keys=config.foreign_keys,
+                        tool_timeout_s=config.tool_timeout_s, workers=config.world_workers)
 
 
 def load_split(world: AwmWorld) -> dict[str, set[tuple[str, int]]]:
@@ -49,10 +59,15 @@ __all__ = [
     "LoadProblem",
     "Scenario",
     "Solution",
+    "TaskCheck",
+    "WorldOptions",
+    "check_tasks",
     "load_dataset",
     "load_split",
     "load_worlds",
     "normalize_scenario",
     "pack_sources",
     "resolve_worlds_dir",
+    "trivial_tasks",
+    "world_options",
 ]

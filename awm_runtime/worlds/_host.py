@@ -1,44 +1,114 @@
 """Host one scenario's FastAPI app and call its routes as tools, per-episode DB by context.
 
-This module runs wherever scenario code runs (a world worker process). The app is imported
-once; every SQLAlchemy connection it opens is routed to the current episode's SQLite file
-through a context variable, so one import serves any number of episodes.
+This module runs where scenario code runs: a world worker process (and `awm-worlds pack`, on
+our own trusted sources). The app is imported once; every SQLAlchemy connection it opens is
+routed to the current episode's SQLite file through a context variable, so one import serves
+any number of episodes.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
+import functools
+import gc
 import json
+import os
 import sqlite3
 import sys
 import time
 import types
+from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import quote, urlencode
 
-from awm_runtime._types import ToolResult, ToolSpec
-from awm_runtime.worlds._tools import Operation, result_text, split_arguments, tools_from_openapi
+from awm_runtime.worlds._tools import (
+    Operation,
+    invalid_arguments_text,
+    query_value,
+    result_text,
+    split_arguments,
+    tools_from_openapi,
+    unknown_tool_text,
+)
 
 CURRENT_DB: contextvars.ContextVar[str] = contextvars.ContextVar("awm_current_db")
+_FOREIGN_KEYS: contextvars.ContextVar[bool] = contextvars.ContextVar("awm_foreign_keys", default=False)
+LIFESPAN_TIMEOUT_S = 30.0
+_LIFESPANS: list[asyncio.Task[None]] = []  # each app's lifespan task lives as long as its worker
 
 
 def _connect_current() -> sqlite3.Connection:
-    return sqlite3.connect(CURRENT_DB.get(), check_same_thread=False)
+    conn = sqlite3.connect(CURRENT_DB.get(), check_same_thread=False)
+    # An episode DB is disposable: if its worker dies mid-write the episode ends anyway, so the
+    # rollback journal can live in memory and nothing needs syncing.
+    conn.execute("PRAGMA journal_mode=MEMORY")
+    conn.execute("PRAGMA synchronous=OFF")
+    if _FOREIGN_KEYS.get():
+        conn.execute("PRAGMA foreign_keys=ON")
+    return conn
+
+
+# Idle connections kept across tool calls, per (engine pool, episode DB): a new SQLite connection
+# costs a connect plus a parse of the whole schema (~0.3 ms with 20 tables) on its first statement.
+_IDLE: OrderedDict[tuple[int, str], Any] = OrderedDict()
+IDLE_CONNECTIONS = 64
+_CHECKED_OUT: dict[str, int] = {}  # episode DB -> connections handed out and not yet returned
+
+
+@functools.cache
+def episode_pool_class() -> type:
+    """A SQLAlchemy pool that hands each episode DB its own kept-open connection (bounded LRU)."""
+    from sqlalchemy.pool import Pool
+
+    class EpisodePool(Pool):
+        def status(self) -> str:
+            return f"EpisodePool({len(_IDLE)} idle)"
+
+        def _do_get(self) -> Any:
+            key = (id(self), CURRENT_DB.get())
+            record = _IDLE.pop(key, None)
+            if record is None or record.dbapi_connection is None:
+                record = self._create_connection()
+                record.info["awm_key"] = key
+            _CHECKED_OUT[key[1]] = _CHECKED_OUT.get(key[1], 0) + 1
+            return record
+
+        def _do_return_conn(self, record: Any) -> None:
+            key = record.info.get("awm_key")
+            if key is not None:
+                _CHECKED_OUT[key[1]] = _CHECKED_OUT.get(key[1], 1) - 1
+            if key is None or key in _IDLE or record.dbapi_connection is None:
+                record.close()
+                return
+            _IDLE[key] = record
+            while len(_IDLE) > IDLE_CONNECTIONS:
+                _IDLE.popitem(last=False)[1].close()
+
+        def dispose(self) -> None:
+            for key in [k for k in _IDLE if k[0] == id(self)]:
+                _IDLE.pop(key).close()
+
+        def recreate(self) -> Pool:
+            return self.__class__(self._creator, recycle=self._recycle, echo=self.echo,
+                                  logging_name=self._orig_logging_name, reset_on_return=self._reset_on_return,
+                                  pre_ping=self._pre_ping, _dispatch=self.dispatch, dialect=self._dialect)
+
+    return EpisodePool
 
 
 @contextmanager
 def _routing_create_engine() -> Iterator[None]:
-    """While scenario code imports, make `create_engine(...)` return a DB-routing engine."""
+    """While scenario code imports, make `create_engine(sqlite…)` return a DB-routing engine."""
     import sqlalchemy
-    from sqlalchemy.pool import NullPool
 
     real = sqlalchemy.create_engine
 
     def create_engine(url: Any = None, *args: Any, **kwargs: Any) -> Any:
         if str(url).startswith("sqlite"):
-            return real("sqlite://", creator=_connect_current, poolclass=NullPool)
+            return real("sqlite://", creator=_connect_current, poolclass=episode_pool_class())
         return real(url, *args, **kwargs)
 
     sqlalchemy.create_engine = create_engine  # type: ignore[assignment]
@@ -49,68 +119,145 @@ def _routing_create_engine() -> Iterator[None]:
 
 
 def import_scenario_app(module_name: str, code: str) -> Any:
-    """Execute `full_code` as a module and return its FastAPI `app`."""
+    """Execute `full_code` as a module and return its ASGI `app`."""
     module = types.ModuleType(module_name)
     module.__file__ = f"<scenario {module_name}>"
     sys.modules[module_name] = module
-    with _routing_create_engine():
-        exec(compile(code, module.__file__, "exec"), module.__dict__)
+    try:
+        with _routing_create_engine():
+            exec(compile(code, module.__file__, "exec"), module.__dict__)
+    except BaseException:
+        sys.modules.pop(module_name, None)
+        raise
     app = module.__dict__.get("app")
     if app is None or not callable(app):
         raise RuntimeError("scenario code defines no ASGI `app`")
     return app
 
 
+async def _lifespan_startup(app: Callable[..., Any]) -> None:
+    """Run the app's startup handlers as uvicorn would; the shutdown half is never sent."""
+    started: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    stop = asyncio.Event()
+    queue = [{"type": "lifespan.startup"}]
+
+    async def receive() -> dict[str, Any]:
+        if queue:
+            return queue.pop()
+        await stop.wait()
+        return {"type": "lifespan.shutdown"}
+
+    async def send(message: dict[str, Any]) -> None:
+        if message["type"] == "lifespan.startup.complete" and not started.done():
+            started.set_result(None)
+        elif message["type"] == "lifespan.startup.failed" and not started.done():
+            started.set_exception(RuntimeError(f"app startup failed: {message.get('message', '')}"))
+
+    async def run() -> None:
+        try:
+            await app({"type": "lifespan", "asgi": {"version": "3.0"}, "state": {}}, receive, send)
+        except Exception:  # as uvicorn's lifespan "auto": raising without startup.failed means unsupported
+            pass
+        finally:
+            if not started.done():
+                started.set_result(None)
+
+    task = asyncio.get_running_loop().create_task(run())
+    _LIFESPANS.append(task)
+    await asyncio.wait_for(started, LIFESPAN_TIMEOUT_S)
+
+
 class ScenarioHost:
     """One imported scenario: its tools, and a way to call them against any episode DB."""
 
-    def __init__(self, scenario_id: str, code: str) -> None:
+    def __init__(self, scenario_id: str, code: str, *, import_db: str, foreign_keys: bool = False,
+                 validate_arguments: bool = True) -> None:
         self.scenario_id = scenario_id
-        self.app = import_scenario_app(f"awm_scenario_{scenario_id}", code)
-        self.tools: list[ToolSpec]
+        self.foreign_keys = foreign_keys
+        self.validate_arguments = validate_arguments
+        os.environ["DATABASE_PATH"] = f"sqlite:///{import_db}"
+        self.import_db = import_db
+        token, fk = CURRENT_DB.set(import_db), _FOREIGN_KEYS.set(foreign_keys)
+        try:
+            self.app = import_scenario_app(f"awm_scenario_{scenario_id}", code)
+        finally:
+            CURRENT_DB.reset(token)
+            _FOREIGN_KEYS.reset(fk)
+        self.tools: list[dict[str, Any]]
         self.ops: dict[str, Operation]
         self.tools, self.ops = tools_from_openapi(self.app.openapi())
+        self._schemas = {t["name"]: t["input_schema"] for t in self.tools}
+        self._validators: dict[str, Any] = {}
 
-    async def call(self, db_path: str, tool: str, arguments: dict[str, Any]) -> ToolResult:
+    async def start(self) -> None:
+        """Run the app's startup handlers against the import DB, as uvicorn would before serving."""
+        token, fk = CURRENT_DB.set(self.import_db), _FOREIGN_KEYS.set(self.foreign_keys)
+        try:
+            await _lifespan_startup(self.app)
+        finally:
+            CURRENT_DB.reset(token)
+            _FOREIGN_KEYS.reset(fk)
+
+    def _invalid(self, tool: str, arguments: dict[str, Any]) -> str | None:
+        """mcp's low-level server checks arguments against the input schema before the handler runs."""
+        if not self.validate_arguments:
+            return None
+        validator = self._validators.get(tool)
+        if validator is None:
+            from jsonschema import validators
+
+            schema = self._schemas[tool]
+            validator = self._validators[tool] = validators.validator_for(schema)(schema)
+        from jsonschema.exceptions import best_match
+
+        error = best_match(validator.iter_errors(arguments))
+        return None if error is None else str(error.message)
+
+    async def call(self, db_path: str, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
         started = time.perf_counter()
         op = self.ops.get(tool)
         if op is None:
-            text = f"Error calling {tool}. Unknown tool: {tool}"
-            return ToolResult(text=text, is_error=True, status=None)
-        path, query, body = split_arguments(op, arguments)
-        token = CURRENT_DB.set(db_path)
+            return {"text": unknown_tool_text(tool), "is_error": True, "status": None}
+        if (problem := self._invalid(tool, arguments)) is not None:
+            return {"text": invalid_arguments_text(problem), "is_error": True, "status": None}
+        path, query, headers, body = split_arguments(op, arguments)
+        token, fk = CURRENT_DB.set(db_path), _FOREIGN_KEYS.set(self.foreign_keys)
         try:
-            status, raw = await _asgi_request(self.app, op.method.upper(), path, query, body)
+            status, raw = await asgi_request(self.app, op.method.upper(), path, query, headers, body)
         finally:
             CURRENT_DB.reset(token)
+            _FOREIGN_KEYS.reset(fk)
+        if _CHECKED_OUT.get(db_path):
+            # A handler raised with its session open (generated code has no try/finally). Its
+            # connection sits in a reference cycle, possibly holding the DB's write lock: collect
+            # it now, which rolls it back and returns it, rather than when the GC gets round to it.
+            gc.collect()
         text, is_error = result_text(tool, status, raw)
-        return ToolResult(text=text, is_error=is_error, status=status,
-                          elapsed_ms=(time.perf_counter() - started) * 1000)
+        return {"text": text, "is_error": is_error, "status": status,
+                "elapsed_ms": (time.perf_counter() - started) * 1000}
 
 
 def _query_string(query: dict[str, Any]) -> bytes:
-    flat = []
+    pairs: list[tuple[str, str]] = []
     for key, value in query.items():
-        if value is None:
-            continue
-        values = value if isinstance(value, list) else [value]
-        for v in values:
-            flat.append((key, json.dumps(v) if isinstance(v, dict) else str(v).lower() if isinstance(v, bool) else v))
-    return urlencode(flat, doseq=True).encode()
+        for v in value if isinstance(value, (list, tuple)) else [value]:
+            pairs.append((key, query_value(v)))
+    return urlencode(pairs).encode()
 
 
-async def _asgi_request(app: Callable[..., Any], method: str, path: str, query: dict[str, Any],
-                        body: Any) -> tuple[int, bytes]:
+async def asgi_request(app: Callable[..., Any], method: str, path: str, query: dict[str, Any],
+                       headers: dict[str, str], body: Any) -> tuple[int, bytes]:
     """A minimal in-process HTTP request: no sockets, no httpx, a few dozen microseconds."""
     payload = b"" if body is None else json.dumps(body).encode()
-    headers = [(b"host", b"world"), (b"content-length", str(len(payload)).encode())]
+    raw_headers = [(b"host", b"apiserver"), (b"content-length", str(len(payload)).encode())]
     if body is not None:
-        headers.append((b"content-type", b"application/json"))
+        raw_headers.append((b"content-type", b"application/json"))
+    raw_headers += [(k.lower().encode(), v.encode()) for k, v in headers.items()]
     scope = {
         "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": method,
-        "scheme": "http", "path": path, "raw_path": path.encode(), "root_path": "",
-        "query_string": _query_string(query), "headers": headers,
-        "client": ("127.0.0.1", 0), "server": ("world", 80),
+        "scheme": "http", "path": path, "raw_path": quote(path).encode(), "root_path": "",
+        "query_string": _query_string(query), "headers": raw_headers,
+        "client": ("127.0.0.1", 0), "server": ("apiserver", 80), "state": {},
     }
     sent = False
     status = 500

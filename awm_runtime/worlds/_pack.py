@@ -125,16 +125,53 @@ def pack_sources(src_root: Path, out: Path) -> dict[str, Any]:
         solutions.extend(json.loads((src / "solutions.json").read_text(encoding="utf-8")))
         task_keys.extend((sid, i) for i in range(len(tasks)))
 
-    out.mkdir(parents=True, exist_ok=True)
-    for stem, rows in files.items():
-        with (out / f"{stem}.jsonl").open("w", encoding="utf-8") as fh:
-            for row in rows:
-                fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+    write_dataset(out, files)
     (out / "solutions.json").write_text(json.dumps(solutions, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     split = make_split(task_keys)
     (out / "split.json").write_text(json.dumps(split, indent=1) + "\n", encoding="utf-8")
     return {"scenarios": len(folders), "tasks": len(task_keys), "train": len(split["train"]),
             "test": len(split["test"]), "out": str(out)}
+
+
+def write_dataset(out: Path, files: dict[str, list[dict[str, Any]]]) -> None:
+    """Write AWM JSONL files: `{"gen_scenario": [rows], ...}` -> out/gen_scenario.jsonl, ..."""
+    out.mkdir(parents=True, exist_ok=True)
+    for stem, rows in files.items():
+        with (out / f"{stem}.jsonl").open("w", encoding="utf-8") as fh:
+            for row in rows:
+                fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+
+
+def scenario_rows(name: str, code: str, *, tables: list[dict[str, Any]], inserts: dict[str, list[str]],
+                  tasks: list[str], code_verifiers: dict[int, str] | None = None,
+                  sql_verifiers: dict[int, tuple[str, str]] | None = None) -> dict[str, list[dict[str, Any]]]:
+    """One scenario's rows in every AWM file, from its parts (for tests and benchmarks).
+
+    `tables` are `{name, ddl, indexes?}`; `inserts` maps a table to its INSERT statements;
+    `sql_verifiers` maps a task to (code, raw_response).
+    """
+    return {
+        "gen_scenario": [{"name": name, "description": f"{name} (generated)"}],
+        "gen_tasks": [{"scenario": name, "tasks": tasks}],
+        "gen_db": [{"scenario": name, "db_path": f"{normalize_scenario(name)}.db", "db_schema": {"tables": tables}}],
+        "gen_sample": [{"scenario": name, "sample_data": {"tables": [
+            {"table_name": t, "insert_statements": rows} for t, rows in inserts.items()]}}],
+        "gen_envs": [{"scenario": name, "db_path": f"{normalize_scenario(name)}.db", "full_code": code}],
+        "gen_verifier.pure_code": [{"scenario": name, "task_idx": i, "task": tasks[i], "verification": {"code": c}}
+                                   for i, c in (code_verifiers or {}).items()],
+        "gen_verifier": [{"scenario": name, "task_idx": i, "task": tasks[i],
+                          "verification": {"code": c, "raw_response": raw}}
+                         for i, (c, raw) in (sql_verifiers or {}).items()],
+    }
+
+
+def merge_rows(*parts: dict[str, list[dict[str, Any]]]) -> dict[str, list[dict[str, Any]]]:
+    """Concatenate the rows of several scenarios file by file."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for part in parts:
+        for stem, rows in part.items():
+            out.setdefault(stem, []).extend(rows)
+    return out
 
 
 def make_split(task_keys: list[tuple[str, int]], *, seed: int = SPLIT_SEED,

@@ -1,47 +1,166 @@
-"""AwmWorld: an AWM-format dataset served as a World, one private DB copy per episode."""
+"""AwmWorld: an AWM-format dataset served as a World, one private DB copy per episode.
+
+Scenario code never runs in this process: a `WorkerPool` builds each scenario's template DB
+and imports its app once, then serves tool calls for every episode. Opening an episode is a
+file clone of the template (tens of microseconds on tmpfs); closing it deletes the file.
+Verification goes through the `Verifier` (sandboxed, read-only DBs), never through a tool.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import itertools
 import os
 import shutil
 import tempfile
+import time
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
+
+import structlog
 
 from awm_runtime._errors import WorldError
 from awm_runtime._types import Message, Task, ToolCall, ToolResult, ToolSpec, Verdict
-from awm_runtime.worlds._dbbuild import BuildReport, build_database
-from awm_runtime.worlds._format import Dataset, Scenario, Solution
-from awm_runtime.worlds._host import ScenarioHost
-from awm_runtime.worlds._verify import code_verdict, run_verifier
+from awm_runtime.verifiers import Judge, Sandbox
+from awm_runtime.worlds._dbbuild import BuildReport
+from awm_runtime.worlds._format import Dataset, LoadProblem, Scenario, Solution
+from awm_runtime.worlds._pool import PoolOptions, WorkerPool
+from awm_runtime.worlds._verify import Verifier, VerifierMode
+
+log = structlog.get_logger("awm_runtime.worlds")
+INLINE_CLONE_BYTES = 4 << 20  # below this a clone takes less time than a hop to a thread
+
+
+@dataclass(frozen=True, slots=True)
+class WorldOptions:
+    """How worlds are served and judged. Every field has the runtime's default."""
+
+    foreign_keys: bool = False  # PRAGMA foreign_keys=ON while seeding and in every episode connection
+    verifier: VerifierMode = "code"
+    verifier_timeout_s: float = 20.0
+    verifier_memory_mb: int = 512
+    tool_timeout_s: float = 30.0
+    load_timeout_s: float = 120.0
+    workers: int = 0  # 0: one per core, between 2 and 8
+    max_scenarios_per_worker: int = 64
+    validate_arguments: bool = True  # as mcp's server does before a fastapi-mcp tool runs
+
+
+@dataclass(slots=True)
+class _Prepared:
+    template: Path
+    tools: list[ToolSpec]
+    size: int
+
+
+@dataclass(slots=True)
+class _Failed:
+    error: str
+
+
+WORKDIR_PREFIX = "awm-world-"
+
+
+def _default_workdir() -> Path:
+    """A private directory on tmpfs when there is room (episode DBs then live in RAM), else in TMPDIR.
+
+    Its name carries our pid, so that directories left by a runtime that was SIGKILLed are
+    found and removed by the next one: on tmpfs they would otherwise hold memory until reboot.
+    """
+    shm = Path("/dev/shm")
+    base = shm if shm.is_dir() and os.access(shm, os.W_OK) and shutil.disk_usage(shm).free > 256 << 20 else None
+    root = base or Path(tempfile.gettempdir())
+    for stale in root.glob(f"{WORKDIR_PREFIX}*-*"):
+        pid = stale.name[len(WORKDIR_PREFIX):].split("-", 1)[0]
+        if pid.isdigit() and not _alive(int(pid)):
+            shutil.rmtree(stale, ignore_errors=True)
+    workdir = Path(tempfile.mkdtemp(prefix=f"{WORKDIR_PREFIX}{os.getpid()}-", dir=root))
+    workdir.chmod(0o711)  # the verifier sandbox runs as another user and must reach the DBs
+    return workdir
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process: alive, and not ours to clean up
+        return True
+    return True
+
+
+def clone_file(src: Path, dst: Path, size: int) -> None:
+    """Copy the template in-kernel (copy_file_range: a reflink on btrfs/xfs), else by shutil."""
+    try:
+        fd_in = os.open(src, os.O_RDONLY)
+        try:
+            fd_out = os.open(dst, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            try:
+                done = 0
+                while done < size and (n := os.copy_file_range(fd_in, fd_out, size - done)):
+                    done += n
+            finally:
+                os.close(fd_out)
+        finally:
+            os.close(fd_in)
+    except (AttributeError, OSError) as exc:
+        if isinstance(exc, FileExistsError):
+            raise
+        dst.unlink(missing_ok=True)
+        shutil.copyfile(src, dst)
 
 
 class AwmWorld:
     """Serves every scenario of a dataset. Templates and app imports are built once, lazily."""
 
     def __init__(self, dataset: Dataset, *, name: str = "", workdir: Path | None = None,
-                 foreign_keys: bool = False, verifier_timeout_s: float = 20.0) -> None:
+                 options: WorldOptions | None = None, judge: Judge | None = None) -> None:
         self.dataset = dataset
+        self.options = options or WorldOptions()
         self._name = name or dataset.root.name
         self._own_workdir = workdir is None
-        base = Path("/dev/shm") if Path("/dev/shm").is_dir() and os.access("/dev/shm", os.W_OK) else None
-        self.workdir = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="awm-world-", dir=base))
-        self.foreign_keys = foreign_keys
-        self.verifier_timeout_s = verifier_timeout_s
-        self._templates: dict[str, Path] = {}
-        self._hosts: dict[str, ScenarioHost] = {}
+        self._workdir = Path(workdir) if workdir else None
+        o = self.options
+        self.pool = WorkerPool(PoolOptions(workers=o.workers, tool_timeout_s=o.tool_timeout_s,
+                                           load_timeout_s=o.load_timeout_s,
+                                           max_scenarios_per_worker=o.max_scenarios_per_worker,
+                                           validate_arguments=o.validate_arguments))
+        self.sandbox = Sandbox(memory_mb=o.verifier_memory_mb)
+        self.verifier = Verifier(self.sandbox, mode=o.verifier, timeout_s=o.verifier_timeout_s, judge=judge)
+        self.problems: list[LoadProblem] = list(dataset.problems)
+        self._prepared: dict[str, _Prepared | _Failed] = {}
         self._build_reports: dict[str, BuildReport] = {}
         self._locks: dict[str, asyncio.Lock] = {}
+        self._ids = itertools.count()
         self._tasks = [
             Task(scenario=sc.id, task_idx=i, text=text, scenario_title=sc.title,
-                 has_verifier=i in sc.code_verifiers or i in sc.sql_verifiers)
+                 has_verifier=i in (sc.code_verifiers if o.verifier == "code" else sc.sql_verifiers))
             for sc in dataset.scenarios.values() if sc.runnable for i, text in enumerate(sc.tasks)
         ]
 
     @property
     def name(self) -> str:
         return self._name
+
+    @property
+    def workdir(self) -> Path:
+        """Where templates and episode DBs live; created on first use (a world only listed needs none)."""
+        if self._workdir is None:
+            self._workdir = _default_workdir()
+        elif not self._own_workdir and not self._workdir.is_dir():
+            self._workdir.mkdir(parents=True)
+        return self._workdir
+
+    @property
+    def judge(self) -> Judge | None:
+        return self.verifier.judge
+
+    @judge.setter
+    def judge(self, judge: Judge | None) -> None:
+        self.verifier.judge = judge
 
     def tasks(self) -> Sequence[Task]:
         return self._tasks
@@ -55,59 +174,114 @@ class AwmWorld:
     def build_report(self, scenario_id: str) -> BuildReport | None:
         return self._build_reports.get(scenario_id)
 
-    async def _prepare(self, scenario_id: str) -> tuple[Path, ScenarioHost]:
-        lock = self._locks.setdefault(scenario_id, asyncio.Lock())
-        async with lock:
-            if scenario_id not in self._hosts:
-                sc = self.dataset.scenarios[scenario_id]
-                template = self.workdir / f"{scenario_id}.initial.db"
-                try:
-                    report = await asyncio.to_thread(build_database, sc, template, foreign_keys=self.foreign_keys)
-                    host = await asyncio.to_thread(ScenarioHost, scenario_id, sc.full_code)
-                except Exception as exc:
-                    raise WorldError(f"scenario {scenario_id!r} failed to load: {type(exc).__name__}: {exc}") from exc
-                template.chmod(0o444)  # the initial state is shared by every episode: never written
-                self._build_reports[scenario_id] = report
-                self._templates[scenario_id] = template
-                self._hosts[scenario_id] = host
-        return self._templates[scenario_id], self._hosts[scenario_id]
+    async def prepare(self, scenario_id: str) -> _Prepared:
+        """Build the scenario's template and import its app (once); raise WorldError if it cannot load."""
+        state = self._prepared.get(scenario_id)
+        if state is None:
+            async with self._locks.setdefault(scenario_id, asyncio.Lock()):
+                state = self._prepared.get(scenario_id)
+                if state is None:
+                    state = self._prepared[scenario_id] = await self._build(scenario_id)
+        if isinstance(state, _Failed):
+            raise WorldError(state.error)
+        return state
+
+    async def _build(self, scenario_id: str) -> _Prepared | _Failed:
+        sc = self.dataset.scenarios[scenario_id]
+        template = self.workdir / f"{scenario_id}.initial.db"
+        payload = {"code": sc.full_code, "inserts": [list(i) for i in sc.inserts],
+                   "tables": [[t.name, t.ddl, list(t.indexes), list(t.examples)] for t in sc.tables]}
+        try:
+            reply = await self.pool.build(scenario_id, payload, str(template), self.options.foreign_keys)
+        except WorldError as exc:
+            return self._fail(scenario_id, f"scenario {scenario_id!r} failed to load: {exc}")
+        if "report" in reply:
+            self._record_build(scenario_id, BuildReport.from_dict(reply["report"]))
+        if not reply.get("ok"):
+            stage = {"build": "its database failed to build", "import": "its full_code failed to import"}
+            why = stage.get(reply.get("stage", ""), "it failed to load")
+            return self._fail(scenario_id, f"scenario {scenario_id!r} cannot run: {why}: {reply.get('error')}")
+        template.chmod(0o444)  # the initial state is shared by every episode: never written
+        tools = [ToolSpec(name=t["name"], description=t["description"], input_schema=t["input_schema"])
+                 for t in reply["tools"]]
+        log.info("scenario_loaded", scenario=scenario_id, tools=len(tools), elapsed_ms=round(reply["elapsed_ms"], 1))
+        return _Prepared(template, tools, template.stat().st_size)
+
+    def _fail(self, scenario_id: str, error: str) -> _Failed:
+        self.problems.append(LoadProblem("gen_envs.jsonl", scenario_id, error))
+        log.warning("scenario_failed", scenario=scenario_id, error=error)
+        return _Failed(error)
+
+    def _record_build(self, scenario_id: str, report: BuildReport) -> None:
+        self._build_reports[scenario_id] = report
+        for f in report.failures:
+            self.problems.append(LoadProblem(f.file, scenario_id, f"table {f.table}: {f.error}: {f.statement}"))
+            log.warning("seed_statement_failed", file=f.file, scenario=scenario_id, table=f.table,
+                        statement=f.statement, error=f.error)
 
     async def open(self, task: Task, *, episode_id: str) -> AwmSession:
-        template, host = await self._prepare(task.scenario)
-        db = self.workdir / f"ep-{episode_id}.db"
-        await asyncio.to_thread(shutil.copyfile, template, db)
-        return AwmSession(self, task, host, template, db)
+        prepared = await self.prepare(task.scenario)
+        db = self.workdir / f"ep-{episode_id}-{next(self._ids)}.db"
+        if prepared.size <= INLINE_CLONE_BYTES:
+            clone_file(prepared.template, db, prepared.size)
+        else:
+            await asyncio.to_thread(clone_file, prepared.template, db, prepared.size)
+        return AwmSession(self, task, prepared, db)
+
+    async def aclose(self) -> None:
+        await asyncio.gather(self.pool.aclose(), self.sandbox.aclose(), return_exceptions=True)
+        self._remove_workdir()
 
     def close(self) -> None:
-        if self._own_workdir:
-            shutil.rmtree(self.workdir, ignore_errors=True)
+        """Stop the world's processes (SIGKILL: they hold nothing worth saving) and remove its files."""
+        self.pool.close()
+        self.sandbox.close()
+        self._remove_workdir()
+
+    def _remove_workdir(self) -> None:
+        if self._own_workdir and self._workdir is not None:
+            shutil.rmtree(self._workdir, ignore_errors=True)
+            self._workdir = None
 
 
+@dataclass(slots=True)
 class AwmSession:
-    """One episode's world: a private DB copy, the scenario's tools, and its verifier."""
+    """One episode's world: a private DB copy, the scenario's tools, and its verifier.
 
-    def __init__(self, world: AwmWorld, task: Task, host: ScenarioHost, initial_db: Path, db: Path) -> None:
-        self._world = world
-        self._task = task
-        self._host = host
-        self.initial_db = initial_db
-        self.db = db
+    The agent reaches only `tools` through `call_tool`; `verify` is the runtime's, called after
+    the episode ends, and nothing the agent can call returns a reward.
+    """
+
+    _world: AwmWorld
+    _task: Task
+    _prepared: _Prepared
+    db: Path
+    _closed: bool = field(default=False)
 
     @property
     def tools(self) -> Sequence[ToolSpec]:
-        return self._host.tools
+        return self._prepared.tools
+
+    @property
+    def initial_db(self) -> Path:
+        return self._prepared.template
 
     async def call_tool(self, call: ToolCall) -> ToolResult:
-        return await self._host.call(str(self.db), call.name, call.arguments)
+        if self._closed:
+            raise WorldError("tool call on a closed world session")
+        started = time.perf_counter()
+        reply: dict[str, Any] = await self._world.pool.call(self._task.scenario, str(self.db), call.name,
+                                                           call.arguments)
+        return ToolResult(text=reply["text"], is_error=bool(reply["is_error"]), status=reply.get("status"),
+                          elapsed_ms=(time.perf_counter() - started) * 1000)
 
     async def verify(self, final_answer: str, messages: Sequence[Message]) -> Verdict:
         sc = self._world.scenario(self._task.scenario)
-        verifier = sc.code_verifiers.get(self._task.task_idx)
-        if verifier is None:
-            return Verdict(result="no_verifier", mode="none")
-        value, error, elapsed = await run_verifier(
-            verifier, str(self.initial_db), str(self.db), final_answer, timeout_s=self._world.verifier_timeout_s)
-        return code_verdict(value, error, elapsed)
+        return await self._world.verifier.verify(sc, self._task.task_idx, self._task.text, self.initial_db, self.db,
+                                                 final_answer, messages)
 
     async def close(self) -> None:
-        await asyncio.to_thread(self.db.unlink, True)
+        self._closed = True
+        for path in (self.db, self.db.with_name(self.db.name + "-journal")):
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()

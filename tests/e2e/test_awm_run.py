@@ -118,3 +118,17 @@ def test_resume_runs_only_what_is_missing(tmp_path: Path) -> None:
     assert more.returncode == 0, more.stderr
     keys = [(r["scenario"], r["task_idx"]) for r in records(out)]
     assert sorted(keys) == [("shopfront_commerce", i) for i in range(4)]
+
+
+def test_novice_solo_completes_clearly_less_than_with_the_expert(default_run: Any, tmp_path: Path) -> None:
+    _, with_expert = default_run
+    out = tmp_path / "solo"
+    proc = awm_run("--expert", "none", "--out", str(out), "--quiet")
+    assert proc.returncode == 0, proc.stderr
+    solo = records(out)
+    assert all(r["expert_calls"] == 0 and r["nudges"] == 0 for r in solo)
+
+    def rate(recs: list[dict[str, Any]]) -> float:
+        return sum(r["outcome"] == "complete" for r in recs) / len(recs)
+
+    assert rate(records(with_expert)) - rate(solo) >= 0.2, (rate(records(with_expert)), rate(solo))

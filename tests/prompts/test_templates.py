@@ -10,7 +10,7 @@ from awm_runtime._prompts import render
 
 VALUES = {"scenario": "Shop", "tools": "[]", "task": "Do it", "result": "{}", "kind": "invalid_json",
           "detail": "bad", "turns": 5, "criteria": "", "trajectory": "(none)", "question": "?", "context": "",
-          "expert_hint": ""}
+          "expert_hint": "", "evidence": "{}", "final_answer": "done"}
 NAMES = sorted(p.name for p in files("prompts").iterdir() if p.name.endswith(".md"))
 
 

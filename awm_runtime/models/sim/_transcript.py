@@ -9,6 +9,7 @@ from typing import Any
 
 _TAG = re.compile(r"<tool_call>(.*?)</tool_call>", re.S)
 _THINK = re.compile(r"<think>.*?</think>", re.S)
+_ERROR_PREFIXES = ("Error calling", "Input validation error", "Unknown tool")
 
 
 @dataclass(slots=True)
@@ -19,7 +20,8 @@ class PastCall:
 
     @property
     def failed(self) -> bool:
-        return self.result.startswith("Error calling") or "format error" in self.result.lower()
+        # The world's error texts (fastapi-mcp / mcp): HTTP >= 400, schema validation, unknown tool.
+        return self.result.startswith(_ERROR_PREFIXES) or "could not be executed" in self.result
 
 
 def _text_calls(content: str) -> list[tuple[str, dict[str, Any]]]:

@@ -71,7 +71,7 @@ class MemoryWorld:
         self.opened += 1
         return MemorySession(self, task)
 
-    def close(self) -> None:
+    async def aclose(self) -> None:
         self.closed_world = True
 
 

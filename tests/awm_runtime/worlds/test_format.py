@@ -74,3 +74,35 @@ def test_missing_directory_or_files_is_a_config_error(tmp_path: Path) -> None:
         load_dataset(tmp_path / "nope")
     with pytest.raises(ConfigError, match=r"missing gen_scenario\.jsonl"):
         load_dataset(tmp_path)
+
+
+def test_gen_spec_is_optional_and_read_when_present(copy: Path) -> None:
+    ds = load_dataset(copy)
+    ops = [e["operation_id"] for g in ds.scenarios["tiny_notes"].spec["api_groups"] for e in g["endpoints"]]
+    assert "create_note" in ops
+    (copy / "gen_spec.jsonl").unlink()
+    ds = load_dataset(copy)
+    assert ds.scenarios["tiny_notes"].spec is None and not ds.problems
+
+
+def test_scenario_without_code_is_reported_and_not_runnable(copy: Path) -> None:
+    (copy / "gen_envs.jsonl").write_text(json.dumps({"scenario": "Tiny Notes", "full_code": ""}) + "\n")
+    ds = load_dataset(copy)
+    assert not ds.scenarios["tiny_notes"].runnable
+    assert any(p.file == "gen_envs.jsonl" and "missing or empty" in p.message for p in ds.problems)
+
+
+def test_duplicate_rows_keep_the_first_and_say_so(copy: Path) -> None:
+    rows = _rows(copy / "gen_tasks.jsonl")
+    _rewrite(copy / "gen_tasks.jsonl", [rows[0], dict(rows[0], tasks=["other"])])
+    ds = load_dataset(copy)
+    assert ds.scenarios["tiny_notes"].tasks[0].startswith("Create a note")
+    assert any("duplicate tasks row; first kept" in str(p) for p in ds.problems)
+
+
+def test_sql_verifier_keeps_its_raw_response(copy: Path) -> None:
+    from awm_runtime.verifiers import parse_criteria
+
+    verifier = load_dataset(copy).scenarios["tiny_notes"].sql_verifiers[0]
+    criteria = parse_criteria(verifier.raw_response)
+    assert verifier.mode == "sql" and criteria.success and criteria.failure

@@ -1,54 +1,180 @@
-"""Tools from OpenAPI: fastapi-mcp names and flat schemas, argument splitting, result texts."""
+"""Tools match fastapi-mcp: the same listing as its converter on the same apps, and its call texts."""
 
 from __future__ import annotations
 
-from typing import Any
+from enum import StrEnum
+from typing import Annotated, Any
+
+import pytest
+from fastapi import Body, FastAPI, Header, Path, Query
+from fastapi.openapi.utils import get_openapi
+from fastapi_mcp.openapi.convert import convert_openapi_to_mcp_tools
+from pydantic import BaseModel, Field
 
 from awm_runtime import ToolCall
-from awm_runtime.worlds._tools import result_text
-from tests.conftest import task_of
+from awm_runtime.worlds import BUILTIN_SOURCES
+from awm_runtime.worlds._host import ScenarioHost, import_scenario_app
+from awm_runtime.worlds._tools import query_value, result_text, split_arguments, tools_from_openapi
+from tests.conftest import FIXTURES, task_of
 
 
-async def test_tool_listing_is_flat_and_named_by_operation_id(tiny_world: Any) -> None:
+class Colour(StrEnum):
+    red = "red"
+    blue = "blue"
+
+
+class Address(BaseModel):
+    street: str = Field(..., description="Street and number")
+    city: str | None = None
+
+
+class Person(BaseModel):
+    name: str = Field(..., examples=["Ada"])
+    age: int | None = Field(None, ge=0)
+    colour: Colour = Colour.red
+    addresses: list[Address] = []
+
+
+def odd_app() -> FastAPI:
+    """Routes with the shapes generated code can have: headers, unions, enums, nested bodies, no summary."""
+    app = FastAPI(title="Odd")
+
+    @app.get("/people/{person_id}", operation_id="get_person", summary="Get a person", response_model=Person,
+             responses={404: {"description": "Not found"}})
+    async def get_person(person_id: Annotated[int, Path(description="Id")], verbose: Annotated[bool, Query()] = False,
+                         limit: Annotated[int | None, Query(description="At most")] = None,
+                         x_trace: Annotated[str, Header()] = "") -> Any:
+        return {}
+
+    @app.post("/people", operation_id="create_person", description="No summary here.", status_code=201,
+              response_model=Person)
+    async def create_person(person: Annotated[Person, Body()], dry_run: Annotated[bool, Query()] = False) -> Any:
+        return person
+
+    @app.put("/people/{person_id}/tags", operation_id="set_tags", summary="Replace tags")
+    async def set_tags(person_id: int, tags: Annotated[list[str], Body(embed=True)],
+                       colour: Annotated[Colour, Query()] = Colour.red) -> Any:
+        return {"tags": tags}
+
+    @app.delete("/people/{person_id}", operation_id="delete_person", response_model=dict[str, int])
+    async def delete_person(person_id: int) -> Any:
+        return {"deleted": person_id}
+
+    return app
+
+
+def _apps() -> list[tuple[str, Any]]:
+    sources = sorted(p for p in BUILTIN_SOURCES.iterdir() if (p / "app.py").is_file())
+    sources.append(FIXTURES / "tiny_src" / "tiny_notes")
+    apps = [(p.name, import_scenario_app(f"awm_tooltest_{p.name}", (p / "app.py").read_text())) for p in sources]
+    return [*apps, ("odd", odd_app())]
+
+
+@pytest.mark.parametrize(("name", "app"), _apps(), ids=lambda v: v if isinstance(v, str) else "")
+def test_listing_equals_fastapi_mcp(name: str, app: Any) -> None:
+    # What FastApiMCP.setup_server feeds its converter.
+    doc = get_openapi(title=app.title, version=app.version, openapi_version=app.openapi_version,
+                      description=app.description, routes=app.routes)
+    theirs, their_ops = convert_openapi_to_mcp_tools(doc)
+    ours, our_ops = tools_from_openapi(doc)
+    assert [t["name"] for t in ours] == [t.name for t in theirs]
+    for mine, ref in zip(ours, theirs, strict=True):
+        assert mine["description"] == ref.description, mine["name"]
+        assert mine["input_schema"] == ref.input_schema, mine["name"]
+    assert set(our_ops) == set(their_ops)
+    for op_id, op in our_ops.items():
+        ref_op = their_ops[op_id]
+        assert (op.path, op.method) == (ref_op["path"], ref_op["method"])
+        assert set(op.path_params) == {p["name"] for p in ref_op["parameters"] if p["in"] == "path"}
+        assert set(op.query_params) == {p["name"] for p in ref_op["parameters"] if p["in"] == "query"}
+        assert set(op.header_params) == {p["name"] for p in ref_op["parameters"] if p["in"] == "header"}
+
+
+def test_descriptions_carry_the_responses_section(tiny_dir: Any) -> None:
+    doc = odd_app().openapi()
+    tools = {t["name"]: t for t in tools_from_openapi(doc)[0]}
+    assert tools["get_person"]["description"].startswith("Get a person\n\n### Responses:\n\n**200**")
+    assert '"name": "Ada"' not in tools["get_person"]["description"]  # generated from the schema, not examples
+    expected = "Create Person\n\nNo summary here.\n\n### Responses:\n\n**201**"
+    assert tools["create_person"]["description"].startswith(expected)
+
+
+def test_arguments_split_as_fastapi_mcp_splits_them() -> None:
+    _, ops = tools_from_openapi(odd_app().openapi())
+    path, query, headers, body = split_arguments(
+        ops["get_person"], {"person_id": 7, "verbose": True, "limit": None, "x-trace": "abc", "stray": 1})
+    assert (path, query, headers, body) == ("/people/7", {"verbose": True, "limit": None}, {"x-trace": "abc"}, None)
+    path, query, _, body = split_arguments(ops["create_person"], {"name": "Ada", "dry_run": True, "age": 3})
+    assert (path, query, body) == ("/people", {"dry_run": True}, {"name": "Ada", "age": 3})
+    assert [query_value(v) for v in (True, False, None, 3, "x")] == ["true", "false", "", "3", "x"]
+
+
+def test_result_texts_match_fastapi_mcp() -> None:
+    assert result_text("t", 200, b'{"a":1,"b":"\xc3\xa9"}') == ('{\n  "a": 1,\n  "b": "\u00e9"\n}', False)
+    assert result_text("t", 200, b"plain") == ("plain", False)
+    assert result_text("t", 404, b'{"detail":"x"}') == ('Error calling t. Status code: 404. Response: {"detail":"x"}',
+                                                        True)
+
+
+async def test_host_calls_validate_route_and_render(tmp_path: Any, tiny_dir: Any) -> None:
+    """In-process host on a copy of the tiny DB (the worker does exactly this)."""
+    from awm_runtime.worlds._dbbuild import build_database
+    from awm_runtime.worlds._format import load_dataset
+
+    sc = load_dataset(tiny_dir).scenarios["tiny_notes"]
+    db = tmp_path / "tiny.db"
+    build_database(sc, db)
+    host = ScenarioHost("tiny_test", sc.full_code, import_db=str(db))
+    await host.start()
+    made = await host.call(str(db), "create_note", {"title": "A", "body": "b"})
+    assert not made["is_error"] and '"title": "A"' in made["text"]
+    found = await host.call(str(db), "list_notes", {"title": "A"})
+    assert '"title": "A"' in found["text"] and "Todo" not in found["text"]
+    missing = await host.call(str(db), "get_note", {"note_id": 999})
+    assert missing["is_error"] and missing["text"].startswith("Error calling get_note. Status code: 500.")
+    invalid = await host.call(str(db), "get_note", {"note_id": "x"})  # mcp's server refuses it before the route
+    assert invalid == {"text": "Input validation error: 'x' is not of type 'integer'", "is_error": True,
+                       "status": None}
+    absent = await host.call(str(db), "create_note", {})
+    assert absent["text"] == "Input validation error: 'title' is a required property"
+    assert (await host.call(str(db), "nope", {}))["text"] == "Unknown tool: nope"
+
+
+async def test_session_tools_are_the_fastapi_mcp_listing(tiny_world: Any) -> None:
     session = await tiny_world.open(task_of(tiny_world, 0), episode_id="tools")
     try:
-        tools = {t.name: t for t in session.tools}
-        assert set(tools) == {"list_notes", "get_note", "create_note", "delete_note"}
-        create = tools["create_note"].input_schema
-        assert create["required"] == ["title"] and set(create["properties"]) == {"title", "body"}
-        assert tools["get_note"].input_schema["required"] == ["note_id"]
-        assert tools["list_notes"].description.startswith("List notes\n\n")
+        code = (FIXTURES / "tiny_src" / "tiny_notes" / "app.py").read_text()
+        theirs, _ = convert_openapi_to_mcp_tools(import_scenario_app("awm_tooltest_session", code).openapi())
+        assert [(t.name, t.description, t.input_schema) for t in session.tools] == [
+            (t.name, t.description, t.input_schema) for t in theirs]
+        result = await session.call_tool(ToolCall(id="1", name="get_note", arguments={"note_id": 2}))
+        assert result.status == 200 and '"title": "Todo"' in result.text
     finally:
         await session.close()
 
 
-async def test_calls_route_path_query_and_body(tiny_world: Any) -> None:
-    session = await tiny_world.open(task_of(tiny_world, 0), episode_id="calls")
-    try:
-        made = await session.call_tool(ToolCall(id="1", name="create_note", arguments={"title": "A", "body": "b"}))
-        assert not made.is_error and '"title": "A"' in made.text
-        found = await session.call_tool(ToolCall(id="2", name="list_notes", arguments={"title": "A"}))
-        assert '"title": "A"' in found.text and "Todo" not in found.text
-        missing = await session.call_tool(ToolCall(id="3", name="get_note", arguments={"note_id": 999}))
-        assert missing.is_error and missing.text.startswith("Error calling get_note. Status code: 500.")
-        invalid = await session.call_tool(ToolCall(id="4", name="get_note", arguments={"note_id": "x"}))
-        assert invalid.status == 422 and "Status code: 422" in invalid.text
-    finally:
-        await session.close()
+def test_fast_json_rendering_is_exactly_pythons() -> None:
+    """Results are rendered with orjson where it writes the same text as json.dumps(indent=2)."""
+    import json
+    import random
 
+    from awm_runtime.worlds._tools import pretty_json
 
-async def test_episodes_do_not_share_state(tiny_world: Any) -> None:
-    a = await tiny_world.open(task_of(tiny_world, 0), episode_id="a")
-    b = await tiny_world.open(task_of(tiny_world, 0), episode_id="b")
-    try:
-        await a.call_tool(ToolCall(id="1", name="create_note", arguments={"title": "only-a"}))
-        seen_by_b = await b.call_tool(ToolCall(id="2", name="list_notes", arguments={"title": "only-a"}))
-        assert '"notes": []' in seen_by_b.text
-    finally:
-        await a.close()
-        await b.close()
+    rng = random.Random(7)
 
+    def value(depth: int = 0) -> Any:
+        kind = rng.randrange(9 if depth < 3 else 6)
+        leaves = [None, rng.random() < 0.5, rng.choice([rng.randint(-10**20, 10**20), rng.randint(-2**63, 2**63 - 1),
+                                                         rng.randint(-9, 9)]),
+                  rng.random() * 10 ** rng.randint(-30, 30), "é ☃ \\ \" \n x\u2028" * rng.randint(0, 2),
+                  rng.choice([-0.0, 1.0, 12.5, 0.1])]
+        if kind < 6:
+            return leaves[kind]
+        if kind == 6:
+            return [value(depth + 1) for _ in range(rng.randint(0, 3))]
+        return {f"k{i}é": value(depth + 1) for i in range(rng.randint(0, 3))}
 
-def test_result_text_matches_fastapi_mcp() -> None:
-    assert result_text("t", 200, b'{"a":1}') == ('{\n  "a": 1\n}', False)
-    assert result_text("t", 404, b"nope") == ("Error calling t. Status code: 404. Response: nope", True)
+    for _ in range(5000):
+        body = json.dumps(value(), ensure_ascii=False, separators=(",", ":")).encode()
+        assert pretty_json(body) == json.dumps(json.loads(body), indent=2, ensure_ascii=False), body
+    assert pretty_json(b'{"a": NaN}') == '{\n  "a": NaN\n}' and pretty_json(b"not json") is None

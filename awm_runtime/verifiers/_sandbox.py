@@ -1,0 +1,133 @@
+"""The runtime's side of the verifier sandbox: one long-lived server process, many verifications.
+
+`Sandbox.run` sends a job and awaits its reply; replies are matched by id, so verifications
+run in parallel (up to the server's child limit). If the server dies, the verifications in
+flight fail with a clear error and the next one starts a new server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import os
+import sys
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from awm_runtime.verifiers._wire import FrameError, encode, kill_process, read_frame, scrubbed_env, stop_process
+
+START_TIMEOUT_S = 60.0
+GRACE_S = 10.0  # the server enforces the timeout; the runtime waits this much longer before giving up on it
+
+
+@dataclass(frozen=True, slots=True)
+class SandboxResult:
+    value: Any
+    error: str | None
+    elapsed_ms: float
+
+
+class Sandbox:
+    """A pre-forked verifier server (see `_zygote`)."""
+
+    def __init__(self, *, max_parallel: int = 0, memory_mb: int = 512,
+                 module: str = "awm_runtime.verifiers._zygote") -> None:
+        self.max_parallel = max_parallel or max(2, os.cpu_count() or 2)
+        self.memory_mb = memory_mb
+        self.module = module
+        self._proc: asyncio.subprocess.Process | None = None
+        self._reader: asyncio.Task[None] | None = None
+        self._pending: dict[int, asyncio.Future[dict[str, Any]]] = {}
+        self._ids = itertools.count(1)
+        self._start_lock = asyncio.Lock()
+        self._write_lock = asyncio.Lock()
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc is not None and self._proc.returncode is None else None
+
+    async def _ensure(self) -> asyncio.subprocess.Process:
+        async with self._start_lock:
+            if self._proc is not None and self._proc.returncode is None:
+                return self._proc
+            proc = await asyncio.create_subprocess_exec(
+                sys.executable, "-I", "-m", self.module, "--parent", str(os.getpid()),
+                "--max-children", str(self.max_parallel),
+                stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
+                env=scrubbed_env(), start_new_session=True)
+            assert proc.stdout is not None
+            try:
+                hello = await asyncio.wait_for(read_frame(proc.stdout), START_TIMEOUT_S)
+            except (TimeoutError, asyncio.IncompleteReadError, FrameError) as exc:
+                kill_process(proc)
+                raise RuntimeError(f"the verifier server did not start ({type(exc).__name__})") from exc
+            if not hello.get("ready"):
+                kill_process(proc)
+                raise RuntimeError("the verifier server did not start")
+            self._proc = proc
+            self._reader = asyncio.get_running_loop().create_task(self._read_replies(proc))
+            return proc
+
+    async def _read_replies(self, proc: asyncio.subprocess.Process) -> None:
+        assert proc.stdout is not None
+        try:
+            while True:
+                reply = await read_frame(proc.stdout)
+                future = self._pending.pop(int(reply.pop("id", -1)), None)
+                if future is not None and not future.done():
+                    future.set_result(reply)
+        except (asyncio.IncompleteReadError, ConnectionError, FrameError):
+            pass
+        finally:
+            if self._proc is proc:
+                self._proc = None
+            for future in self._pending.values():
+                if not future.done():
+                    future.set_result({"ok": False, "error": "the verifier server stopped while verifying"})
+            self._pending.clear()
+
+    async def run(self, code: str, function: str, kwargs: dict[str, Any], *, timeout_s: float = 20.0,
+                  cpu_s: float | None = None, readable: tuple[str, ...] = ()) -> SandboxResult:
+        """Run `function` from `code` with the keyword arguments it accepts among `kwargs`.
+
+        `readable` are files the verifier must be able to read (checked, with a clear error, before it runs).
+        """
+        started = time.perf_counter()
+        try:
+            proc = await self._ensure()
+        except RuntimeError as exc:
+            return SandboxResult(None, str(exc), 0.0)
+        job_id = next(self._ids)
+        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        self._pending[job_id] = future
+        job = {"id": job_id, "code": code, "function": function, "kwargs": kwargs, "timeout_s": timeout_s,
+               "cpu_s": max(1, int(cpu_s if cpu_s is not None else timeout_s + 1)), "memory_mb": self.memory_mb,
+               "readable": list(readable)}
+        assert proc.stdin is not None
+        try:
+            async with self._write_lock:
+                proc.stdin.write(encode(job))
+                await proc.stdin.drain()
+            reply = await asyncio.wait_for(asyncio.shield(future), timeout_s + GRACE_S)
+        except (ConnectionError, TimeoutError) as exc:
+            self._pending.pop(job_id, None)
+            return SandboxResult(None, f"the verifier server failed ({type(exc).__name__})",
+                                 (time.perf_counter() - started) * 1000)
+        elapsed = (time.perf_counter() - started) * 1000
+        if not reply.get("ok"):
+            return SandboxResult(None, str(reply.get("error") or "verifier failed"), elapsed)
+        return SandboxResult(reply.get("value"), None, elapsed)
+
+    async def aclose(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is not None:
+            await stop_process(proc, grace_s=5.0)
+        if self._reader is not None:
+            await asyncio.gather(self._reader, return_exceptions=True)
+
+    def close(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is not None:
+            kill_process(proc, release=True)
+

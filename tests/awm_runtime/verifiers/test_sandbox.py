@@ -1,0 +1,185 @@
+"""The verifier sandbox: a pre-forked server, one confined child per job; escapes and breaches are refused."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import sqlite3
+import tempfile
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+
+from awm_runtime.verifiers import Sandbox
+from awm_runtime.verifiers._jail import NOBODY, confine
+
+
+@pytest.fixture
+def db() -> Iterator[Path]:
+    """A DB where the sandbox (nobody, when tests run as root) can read it, read-only as in a world."""
+    root = Path(tempfile.mkdtemp(prefix="awm-sbx-", dir="/dev/shm" if os.access("/dev/shm", os.W_OK) else None))
+    root.chmod(0o711)
+    path = root / "final.db"
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE t (a INTEGER)")
+    conn.execute("INSERT INTO t VALUES (1), (2)")
+    conn.commit()
+    conn.close()
+    path.chmod(0o444)
+    yield path
+    shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture
+async def sandbox() -> AsyncIterator[Sandbox]:
+    box = Sandbox(memory_mb=256)
+    yield box
+    await box.aclose()
+
+
+async def run(box: Sandbox, body: str, db: Path, *, timeout_s: float = 10.0, cpu_s: float | None = None) -> tuple:
+    code = "def verify_x(final_db_path, initial_db_path=None, final_answer=''):\n" + "".join(
+        f"    {line}\n" for line in body.splitlines())
+    result = await box.run(code, "verify_x", {"final_db_path": str(db), "initial_db_path": str(db),
+                                              "final_answer": ""}, timeout_s=timeout_s, cpu_s=cpu_s)
+    return result.value, result.error
+
+
+async def test_a_verifier_reads_the_db_with_the_usual_modules(sandbox: Sandbox, db: Path) -> None:
+    value, error = await run(sandbox, (
+        "import sqlite3, json, re\nfrom datetime import datetime\nfrom collections import Counter\n"
+        "c = sqlite3.connect(f'file:{final_db_path}?mode=ro', uri=True)\nc.row_factory = sqlite3.Row\n"
+        "rows = [dict(r) for r in c.execute('SELECT a FROM t')]\n"
+        "day = datetime.strptime('2024-01-02', '%Y-%m-%d').day\n"
+        "return {'result': 'complete', 'rows': rows, 'n': Counter('aab')['a'], 'day': day,"
+        " 'm': bool(re.match('a', 'a')), 'j': json.dumps([1])}"), db)
+    assert error is None
+    assert value == {"result": "complete", "rows": [{"a": 1}, {"a": 2}], "n": 2, "day": 2, "m": True, "j": "[1]"}
+
+
+@pytest.mark.parametrize(("body", "expected"), [
+    ("return open('/etc/passwd').read()", "name 'open' is not defined"),
+    ("return eval('1 + 1')", "name 'eval' is not defined"),
+    ("exec('x = 1')", "name 'exec' is not defined"),
+    ("return compile('1', 'f', 'eval')", "name 'compile' is not defined"),
+    ("import os\nreturn os.listdir('/')", "import of 'os' is not allowed"),
+    ("import subprocess\nreturn subprocess.run(['id'])", "import of 'subprocess' is not allowed"),
+    ("from os import system", "import of 'os' is not allowed"),
+    ("import importlib", "import of 'importlib' is not allowed"),
+    ("return __import__('os')", "name '__import__' is not allowed"),
+    ("return ().__class__.__base__.__subclasses__()", "attribute '__subclasses__' is not allowed"),
+    ("return getattr((), '__cl' + 'ass__')", "attribute '__class__' is not allowed"),
+    ("g = (x for x in [1])\nreturn g.gi_frame", "attribute 'gi_frame' is not allowed"),
+    ("return type(1).mro()", "attribute 'mro' is not allowed"),
+    ("import collections\nreturn collections._sys", "attribute '_sys' is not allowed"),
+    ("import typing\nreturn typing.get_type_hints", "has no attribute 'get_type_hints'"),
+    ("import json\nreturn json.decoder", "has no attribute 'decoder'"),
+    ("import sqlite3\nc = sqlite3.connect(':memory:')\nc.enable_load_extension(True)", "extensions is not allowed"),
+])
+async def test_escapes_are_refused(sandbox: Sandbox, db: Path, body: str, expected: str) -> None:
+    value, error = await run(sandbox, body, db)
+    assert value is None and error is not None and expected in error
+
+
+@pytest.mark.parametrize("body", [
+    "import sqlite3\nc = sqlite3.connect(final_db_path)\nc.execute('DELETE FROM t')\nc.commit()",
+    # Around the read-only wrapper: a Connection constructed directly. The OS still says no.
+    "import sqlite3\nc = sqlite3.Connection(final_db_path)\nc.execute('DELETE FROM t')\nc.commit()",
+    "import sqlite3\nc = sqlite3.connect(final_db_path)\nc.execute(\"ATTACH 'x.db' AS x\")",
+])
+async def test_the_db_cannot_be_written(sandbox: Sandbox, db: Path, body: str) -> None:
+    _, error = await run(sandbox, body, db)
+    assert error is not None and ("readonly database" in error or "authorization denied" in error
+                                  or "not authorized" in error)
+    assert sqlite3.connect(db).execute("SELECT count(*) FROM t").fetchone() == (2,)
+
+
+async def test_no_new_files(sandbox: Sandbox, db: Path, tmp_path: Path) -> None:
+    target = Path(tempfile.gettempdir()) / f"awm-escape-{os.getpid()}.db"
+    body = f"import sqlite3\nc = sqlite3.connect({str(target)!r})\nc.execute('CREATE TABLE z (a)')"
+    _, error = await run(sandbox, body, db)
+    assert error is not None and not target.exists()
+
+
+async def test_limits_end_runaway_verifiers(sandbox: Sandbox, db: Path) -> None:
+    _, error = await run(sandbox, "x = bytearray(1 << 30)\nreturn len(x)", db)
+    assert error == "verifier exceeded its memory limit (256 MiB)"
+    _, error = await run(sandbox, "while True:\n    pass", db, timeout_s=10, cpu_s=1)
+    assert error == "verifier exceeded its CPU limit (1s)"
+    _, error = await run(sandbox, "import time\ntime.sleep(60)", db, timeout_s=1)
+    assert error == "verifier timed out after 1s"
+    value, error = await run(sandbox, "return {'result': 'complete'}", db)  # the server is fine afterwards
+    assert value == {"result": "complete"}
+
+
+@pytest.mark.parametrize(("body", "expected"), [
+    ("return 1 / 0", "ZeroDivisionError: division by zero (verifier line 2)"),
+    ("raise SystemExit(3)", "SystemExit: 3 (verifier line 2)"),
+    ("a = []\na.append(a)\nreturn a", "verifier returned a value that is not JSON"),
+])
+async def test_verifier_failures_are_reported_as_data(sandbox: Sandbox, db: Path, body: str, expected: str) -> None:
+    _, error = await run(sandbox, body, db)
+    assert error is not None and expected in error
+
+
+async def test_missing_function_and_syntax_error(sandbox: Sandbox, db: Path) -> None:
+    result = await sandbox.run("def other():\n    return 1\n", "verify_x", {})
+    assert result.error == "refused: verifier defines no function 'verify_x'"
+    result = await sandbox.run("def verify_x(:\n", "verify_x", {})
+    assert result.error is not None and result.error.startswith("SyntaxError") and "line 1" in result.error
+
+
+async def test_parallel_jobs_and_a_dead_server_recovers(sandbox: Sandbox, db: Path) -> None:
+    results = await asyncio.gather(*(run(sandbox, f"return {i}", db) for i in range(12)))
+    assert [v for v, _ in results] == list(range(12))
+    slow = asyncio.ensure_future(run(sandbox, "import time\ntime.sleep(30)", db, timeout_s=20))
+    await asyncio.sleep(0.5)
+    assert sandbox.pid is not None
+    os.kill(sandbox.pid, 9)
+    value, error = await asyncio.wait_for(slow, 10)
+    assert value is None and error == "the verifier server stopped while verifying"
+    assert (await run(sandbox, "return 'again'", db))[0] == "again"
+
+
+async def test_server_environment_has_no_secrets(monkeypatch: pytest.MonkeyPatch, db: Path) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-must-not-leak")
+    box = Sandbox()
+    try:
+        await run(box, "return 1", db)
+        assert box.pid is not None
+        with open(f"/proc/{box.pid}/environ", "rb") as fh:  # noqa: ASYNC230 - procfs, instant
+            environ = fh.read()
+        assert b"OPENAI_API_KEY" not in environ and b"sk-must-not-leak" not in environ
+    finally:
+        await box.aclose()
+
+
+def test_confine_forbids_processes_and_file_writes(tmp_path: Path) -> None:
+    """The OS layer on its own: after confine(), fork and file writes fail (and root has become nobody)."""
+    target = Path(tempfile.gettempdir()) / f"awm-confine-{os.getpid()}"
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - runs in the child
+        code = 0
+        try:
+            confine(cpu_s=5, memory_mb=512)
+            if os.getuid() not in (NOBODY, os.getuid()) or (os.geteuid() == 0):
+                code |= 1
+            try:
+                os.fork()
+                code |= 2
+            except OSError:
+                pass
+            try:
+                with open(target, "w") as fh:
+                    fh.write("x" * 10)
+                code |= 4
+            except OSError:
+                pass
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert not target.exists() or target.stat().st_size == 0
+    target.unlink(missing_ok=True)

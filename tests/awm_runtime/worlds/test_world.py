@@ -1,0 +1,203 @@
+"""AwmWorld sessions: fresh DB per episode from a read-only template, no reward tools, verdicts, options."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from awm_runtime import ToolCall, WorldError
+from awm_runtime.worlds import WorldOptions, load_worlds
+from tests.awm_runtime.worlds.trap_data import process_gone
+from tests.conftest import task_of
+
+
+def call(tool: str, args: dict[str, Any] | None = None) -> ToolCall:
+    return ToolCall(id=tool, name=tool, arguments=args or {})
+
+
+def trap_task(world: Any, idx: int) -> Any:
+    return next(t for t in world.tasks() if t.scenario == "trap" and t.task_idx == idx)
+
+
+async def test_each_episode_starts_from_the_initial_state(tiny_world: Any) -> None:
+    a = await tiny_world.open(task_of(tiny_world, 0), episode_id="same")
+    await a.call_tool(call("create_note", {"title": "only-a"}))
+    b = await tiny_world.open(task_of(tiny_world, 0), episode_id="same")  # even with the same episode id
+    try:
+        assert a.db != b.db and a.initial_db == b.initial_db
+        assert '"notes": []' in (await b.call_tool(call("list_notes", {"title": "only-a"}))).text
+        assert os.stat(a.initial_db).st_mode & 0o777 == 0o444
+    finally:
+        await a.close()
+        await b.close()
+    assert not a.db.exists() and not b.db.exists()
+    with pytest.raises(WorldError, match="closed"):
+        await a.call_tool(call("list_notes"))
+
+
+async def test_agent_cannot_reach_verify_or_done(tiny_world: Any) -> None:
+    session = await tiny_world.open(task_of(tiny_world, 0), episode_id="reward")
+    try:
+        names = {t.name for t in session.tools}
+        assert not names & {"verify", "done", "__list_scenarios__"}
+        for name in ("verify", "done"):
+            result = await session.call_tool(call(name))
+            assert result.is_error and result.text == f"Unknown tool: {name}"
+            assert "reward" not in result.text and "complete" not in result.text
+    finally:
+        await session.close()
+
+
+async def test_code_mode_verdicts_noop_and_reference(tiny_world: Any) -> None:
+    t = task_of(tiny_world, 0)
+    noop = await tiny_world.open(t, episode_id="noop")
+    ref = await tiny_world.open(t, episode_id="ref")
+    try:
+        assert (await noop.verify("", [])).result == "others"
+        for tool, args in tiny_world.solution(t).steps:
+            await ref.call_tool(call(tool, args))
+        verdict = await ref.verify("", [])
+        assert verdict.result == "complete" and verdict.mode == "code" and verdict.elapsed_ms > 0
+    finally:
+        await noop.close()
+        await ref.close()
+
+
+async def test_verifier_that_raises_is_a_judge_error_naming_file_scenario_task(trap_world: Any) -> None:
+    session = await trap_world.open(trap_task(trap_world, 2), episode_id="raises")
+    try:
+        verdict = await session.verify("", [])
+    finally:
+        await session.close()
+    assert verdict.result == "judge_error"
+    assert verdict.error and verdict.error.startswith("gen_verifier.pure_code.jsonl: scenario trap task 2: ")
+    assert "ZeroDivisionError" in verdict.error and "verifier line 2" in verdict.error
+
+
+async def test_verifier_cannot_write_the_episode_db(trap_world: Any) -> None:
+    session = await trap_world.open(trap_task(trap_world, 5), episode_id="writer")
+    try:
+        await session.call_tool(call("add_item", {"name": "kiwi"}))
+        verdict = await session.verify("", [])
+        assert verdict.result == "judge_error" and "readonly database" in (verdict.error or "")
+        assert os.stat(session.db).st_mode & 0o777 == 0o644  # writable again after the verifier
+        assert '"count": 3' in (await session.call_tool(call("count_items"))).text  # nothing was deleted
+    finally:
+        await session.close()
+
+
+async def test_seed_failures_are_problems_not_fatal(trap_world: Any) -> None:
+    session = await trap_world.open(trap_task(trap_world, 1), episode_id="seed")
+    await session.close()
+    report = trap_world.build_report("trap")
+    assert report is not None and report.retried_quotes == 1
+    assert [f.statement for f in report.failures] == ["INSERT INTO nowhere VALUES (1)"]
+    assert any(p.file == "gen_sample.jsonl" and "no such table: nowhere" in p.message for p in trap_world.problems)
+    assert any(p.file == "gen_tasks.jsonl" and p.line == 3 for p in trap_world.problems)  # the broken JSON row
+
+
+@pytest.mark.parametrize("foreign_keys", [False, True])
+async def test_foreign_keys_option(trap_dir: Path, foreign_keys: bool) -> None:
+    world = load_worlds(trap_dir, options=WorldOptions(foreign_keys=foreign_keys, workers=1))
+    try:
+        session = await world.open(trap_task(world, 1), episode_id="fk")
+        result = await session.call_tool(call("add_tag", {"item_id": 999}))
+        await session.close()
+        seed_failed = any("FOREIGN KEY" in f.error for f in world.build_report("trap").failures)
+    finally:
+        await world.aclose()
+    assert result.is_error is foreign_keys and seed_failed is foreign_keys
+    if foreign_keys:
+        assert "Status code: 500" in result.text
+
+
+async def test_sync_close_stops_every_process(tiny_dir: Path) -> None:
+    world = load_worlds(tiny_dir)
+    session = await world.open(task_of(world, 0), episode_id="x")
+    await session.verify("", [])
+    pids = [*world.pool.pids(), world.sandbox.pid]
+    workdir = world.workdir
+    world.close()
+    assert all(pid is not None and process_gone(pid) for pid in pids)
+    assert not workdir.exists()
+
+
+BOOT_APP = '''
+import os
+from fastapi import FastAPI
+from sqlalchemy import create_engine, text
+engine = create_engine(os.getenv("DATABASE_PATH", "sqlite:///boot.db"))
+app = FastAPI(title="Boot")
+
+
+@app.on_event("startup")
+def seed_on_startup():
+    with engine.begin() as conn:
+        conn.execute(text("CREATE TABLE IF NOT EXISTS boot (n INTEGER)"))
+        conn.execute(text("INSERT INTO boot VALUES (%s)"))
+
+
+@app.get("/boot", operation_id="boot_rows", summary="Rows the startup handler wrote")
+async def boot_rows():
+    with engine.connect() as conn:
+        return {"rows": conn.execute(text("SELECT COUNT(*) FROM boot")).scalar()}
+'''
+
+
+@pytest.mark.parametrize(("value", "loads"), [("7", True), ("'no such column' + x", False)])
+async def test_startup_handlers_run_once_into_the_initial_state(tmp_path: Path, value: str, loads: bool) -> None:
+    from awm_runtime.worlds._pack import scenario_rows, write_dataset
+
+    write_dataset(tmp_path, scenario_rows("Boot", BOOT_APP % value, tables=[{"name": "t", "ddl": "CREATE TABLE t (a)"}],
+                                          inserts={}, tasks=["x"]))
+    world = load_worlds(tmp_path, options=WorldOptions(workers=2))
+    try:
+        if not loads:
+            with pytest.raises(WorldError, match="startup failed"):
+                await world.open(world.tasks()[0], episode_id="b")
+            return
+        sessions = [await world.open(world.tasks()[0], episode_id=f"b{i}") for i in range(12)]
+        results = [await s.call_tool(call("boot_rows")) for s in sessions]
+        assert all('"rows": 1' in r.text for r in results)  # once, in the template: not once per worker
+    finally:
+        await world.aclose()
+
+
+async def test_a_handler_that_fails_mid_write_does_not_lock_the_db(trap_world: Any) -> None:
+    session = await trap_world.open(trap_task(trap_world, 1), episode_id="half")
+    try:
+        failed = await session.call_tool(call("half_write"))
+        assert failed.is_error and "Status code: 500" in failed.text
+        added = await session.call_tool(call("add_item", {"name": "after"}))
+        assert not added.is_error and added.elapsed_ms < 2000 and '"count": 3' in added.text  # "half" rolled back
+    finally:
+        await session.close()
+
+
+def test_workdirs_left_by_a_killed_runtime_are_swept(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from awm_runtime.worlds._world import _default_workdir
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    mine = _default_workdir()
+    stale = mine.parent / f"awm-world-{int(dead.stdout)}-abc123"
+    stale.mkdir()
+    (stale / "ep-1.db").write_bytes(b"x" * 1000)
+    again = _default_workdir()
+    try:
+        assert not stale.exists() and mine.exists()  # ours (a live pid) is left alone
+        assert os.stat(again).st_mode & 0o777 == 0o711
+    finally:
+        for d in (mine, again):
+            d.rmdir()
+
+
+def test_a_world_that_is_only_listed_leaves_nothing_behind(tiny_dir: Path) -> None:
+    world = load_worlds(tiny_dir)
+    assert world.tasks() and world._workdir is None
+    world.close()

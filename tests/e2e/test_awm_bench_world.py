@@ -1,0 +1,22 @@
+"""awm-bench world runs end to end and reports every figure the issue asks for (a smoke run, not a measurement)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+
+def test_world_bench_smoke() -> None:
+    cmd = [sys.executable, "-c", "from awm_runtime.cli import bench_main; raise SystemExit(bench_main())", "world",
+           "--resets", "20", "--calls", "20", "--verifies", "3", "--sessions", "40"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    assert result["scenario"] == {"tools": 35, "tables": 20, "seed_inserts": 130}
+    for figure in ("reset_ms", "tool_call_ms", "verify_ms"):
+        assert result[figure]["p50"] > 0 and result[figure]["n"] > 0
+    assert result["tool_call_ms"]["errors"] == 0
+    assert result["memory"]["all_answered"] and result["memory"]["max_sessions_in_4gib"] > 1000
+    assert result["crash_isolation"] == {"episodes": 16, "errors": 1, "error_is_world_error": True, "others_ok": True}
+    assert "reset p50 / p95" in proc.stderr  # the table
