@@ -54,24 +54,32 @@ def _start_server(latency: float, lifetime: float) -> tuple[subprocess.Popen[str
 
 
 def _children_rss() -> tuple[float, float]:
-    """RSS (MiB) of this process's children: (shards of the run, everything else: verifiers, worlds)."""
+    """RSS (MiB) of this process's descendants: (shards of the run, everything else: world workers,
+    verifiers), leaving out the model server."""
     from awm_runtime.scheduler._control import rss_mib
 
-    me, shards, other = os.getpid(), 0.0, 0.0
+    parents: dict[int, int] = {}
+    cmdlines: dict[int, bytes] = {}
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
             continue
         try:
-            stat = Path(entry.path, "stat").read_text()
-            cmdline = Path(entry.path, "cmdline").read_bytes()
-        except OSError:
+            parents[int(entry.name)] = int(Path(entry.path, "stat").read_text().rsplit(")", 1)[1].split()[1])
+            cmdlines[int(entry.name)] = Path(entry.path, "cmdline").read_bytes()
+        except (OSError, ValueError, IndexError):
             continue
-        if int(stat.rsplit(")", 1)[1].split()[1]) != me or b"awm_runtime.testing" in cmdline:
+    mine, frontier = set(), {os.getpid()}
+    while frontier:
+        frontier = {pid for pid, ppid in parents.items() if ppid in frontier and pid not in mine}
+        mine |= frontier
+    shards = other = 0.0
+    for pid in mine:
+        if b"awm_runtime.testing" in cmdlines.get(pid, b""):
             continue
-        if b"awm_runtime.scheduler._worker" in cmdline:
-            shards += rss_mib(entry.name)
+        if b"awm_runtime.scheduler._worker" in cmdlines.get(pid, b""):
+            shards += rss_mib(pid)
         else:
-            other += rss_mib(entry.name)
+            other += rss_mib(pid)
     return shards, other
 
 
