@@ -42,11 +42,12 @@ LINE_LIMIT = 1 << 28  # a record line can be large (long transcripts); this is a
 
 
 def resolve_shards(requested: int | Literal["auto"], concurrency: int, cpus: int | None = None) -> int:
-    """How many processes run a run: `auto` adds one per EPISODES_PER_SHARD in flight, up to the CPUs."""
+    """How many processes run a run: `auto` adds one per EPISODES_PER_SHARD in flight, up to one less
+    than the CPUs (the world workers need a core too: on 2 cores a second shard measured no faster)."""
     if requested != "auto":
         return max(1, min(int(requested), concurrency))
     cpus = cpus or os.cpu_count() or 1
-    return max(1, min(cpus, math.ceil(concurrency / EPISODES_PER_SHARD)))
+    return max(1, min(cpus - 1, math.ceil(concurrency / EPISODES_PER_SHARD)))
 
 
 def split(total: int, parts: int) -> list[int]:

@@ -18,10 +18,11 @@ from awm_runtime.scheduler._shards import EPISODES_PER_SHARD, split
 from tests.awm_runtime.scheduler.test_runtime import keys
 
 
-def test_auto_shards_follow_in_flight_episodes_up_to_the_cpus() -> None:
+def test_auto_shards_follow_in_flight_episodes_up_to_one_less_than_the_cpus() -> None:
     assert resolve_shards("auto", 32, cpus=8) == 1
     assert resolve_shards("auto", EPISODES_PER_SHARD + 1, cpus=8) == 2
-    assert resolve_shards("auto", 100 * EPISODES_PER_SHARD, cpus=4) == 4
+    assert resolve_shards("auto", 100 * EPISODES_PER_SHARD, cpus=4) == 3  # a core is left to the world workers
+    assert resolve_shards("auto", 1000, cpus=2) == 1
     assert resolve_shards(3, 2) == 2  # never more shards than episodes in flight
     assert split(10, 3) == [4, 3, 3] and sum(split(1000, 7)) == 1000
 
