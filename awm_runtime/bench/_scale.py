@@ -92,12 +92,17 @@ def _proc_cpu_s(pid: int) -> float:
         return 0.0
 
 
-def _steady(samples: list[dict[str, float]], n: int) -> tuple[float, float, float, list[dict[str, float]]]:
-    """The window where the run held ~N episodes in flight: (start, end, episodes/s, samples in it)."""
+def _steady(samples: list[dict[str, float]], n: int,
+            warmup_s: float) -> tuple[float, float, float, list[dict[str, float]]]:
+    """The window where the run held ~N episodes in flight, less the first `warmup_s` (one mean
+    episode: until then few episodes can have finished): (start, end, episodes/s, samples in it)."""
     full = [s for s in samples if s["in_flight"] >= 0.95 * n]
     if len(full) < 2:
         return 0.0, 0.0, 0.0, []
     a, b = full[0], full[-1]
+    warm = [s for s in full if s["t"] >= a["t"] + warmup_s]
+    if warm and b["t"] - warm[0]["t"] >= 0.2 * (b["t"] - a["t"]):
+        a = warm[0]
     rate = (b["finished"] - a["finished"]) / (b["t"] - a["t"]) if b["t"] > a["t"] else 0.0
     return a["t"], b["t"], rate, [s for s in samples if a["t"] <= s["t"] <= b["t"]]
 
@@ -259,15 +264,16 @@ def _scheduler_stack(n: int, latency: float, waves: float, out: Path) -> Any:
 def _report(args: argparse.Namespace, summary: dict[str, Any], out: Path, samples: list[dict[str, float]],
             base_rss: float, repeats: int, cpu: dict[str, float]) -> dict[str, Any]:
     n, latency = args.episodes, args.latency
-    calls, sizes = [], []
+    calls, sizes, walls = [], [], []
     with (out / "episodes.jsonl").open("rb") as fh:
         for line in fh:
             r = orjson.loads(line)
             calls.append(r["usage"]["policy"]["calls"])
+            walls.append(r["timings"].get("wall_s", 0.0))
             sizes.append(len(line))
     mean_calls = statistics.fmean(calls) if calls else 0.0
     ideal = n / (mean_calls * latency) if mean_calls else 0.0
-    t0, t1, rate, window = _steady(samples, n)
+    t0, t1, rate, window = _steady(samples, n, statistics.fmean(walls) if walls else 0.0)
     shards = summary.get("shard_stats") or []
     lags = [summary["loop_lag_ms"]["p99_ms"], *(s["loop_lag_ms"]["p99_ms"] for s in shards if "loop_lag_ms" in s)]
     # RSS per in-flight episode, bracketed: against the processes when they start (an upper bound: it
