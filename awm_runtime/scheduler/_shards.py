@@ -33,9 +33,9 @@ if TYPE_CHECKING:
 
 log = structlog.get_logger("awm_runtime.scheduler")
 
-# Measured (docs/runs.md): the full stack costs one loop about 0.12 CPU-s per episode (about 20 ms
-# per model call: litellm, tool calls, records), so a loop saturates near 50-100 calls/s, i.e. at
-# 100-200 episodes in flight at 2 s latency. The scheduler's own share is about 1.3 ms per episode.
+# Measured (docs/runs.md): the full stack costs one loop about 0.06 CPU-s per episode (about 10 ms
+# per model call, mostly litellm and the OpenAI SDK), so a loop saturates near 100 calls/s: about
+# 200 episodes in flight at 2 s latency. The scheduler's own share is about 1.2 ms per episode.
 EPISODES_PER_SHARD = 128
 READY_TIMEOUT_S = 300.0
 LINE_LIMIT = 1 << 28  # a record line can be large (long transcripts); this is a cap, not a buffer
