@@ -91,6 +91,18 @@ class RunConfig(BaseModel):
     judge_key_env: str | None = None
     preflight: Literal["full", "quick", "off"] = "full"
     model_procs: int | None = Field(default=None, ge=0)  # None: auto (none on machines with <= 2 cores)
+    # Scheduler (issue 8): worker processes for one run, and the grace period of a stop request.
+    shards: int | Literal["auto"] = "auto"
+    grace_s: float = Field(default=30.0, ge=0)
+
+    @field_validator("shards", mode="before")
+    @classmethod
+    def _shards(cls, v: Any) -> Any:
+        if isinstance(v, str) and v.strip().isdigit():
+            v = int(v)
+        if isinstance(v, int) and v < 1:
+            raise ValueError("must be at least 1, or 'auto'")
+        return v
 
     @field_validator("nudges", mode="before")
     @classmethod

@@ -1,7 +1,15 @@
-"""Typed events emitted by the episode loop and the scheduler. Sinks consume them."""
+"""Typed events emitted by the episode loop, the scheduler and the model layer. Sinks consume them.
+
+The model layer does not know the episode it serves: it calls the hooks `model_called`,
+`model_retry` and `model_failed`, which reach the current episode's sinks through a context
+variable bound by the loop (`bind_emitter`), and do nothing outside an episode.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -89,3 +97,83 @@ class EpisodeEnded(Event):
             "error": r.error.model_dump(by_alias=True) if r.error else None,
             "wall_s": r.timings.get("wall_s"),
         }
+
+
+@dataclass(frozen=True, slots=True)
+class _ModelEvent(Event):
+    role: str = ""
+    alias: str = ""
+    endpoint: str = ""
+    kind: str = ""  # the error class, for retries and failures
+
+
+@dataclass(frozen=True, slots=True)
+class ModelCalled(_ModelEvent):
+    name: ClassVar[str] = "model_called"
+    latency_s: float = 0.0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    attempt: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class ModelRetry(_ModelEvent):
+    name: ClassVar[str] = "model_retry"
+    attempt: int = 1
+    wait_s: float = 0.0
+    error: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ModelFailed(_ModelEvent):
+    name: ClassVar[str] = "model_failed"
+    attempts: int = 1
+    elapsed_s: float = 0.0
+    error: str = ""
+
+
+_EMITTER: ContextVar[tuple[str, Callable[[Event], None]] | None] = ContextVar("awm_event_emitter", default=None)
+
+
+@contextmanager
+def bind_emitter(episode_id: str, emit: Callable[[Event], None]) -> Iterator[None]:
+    """Within this block (and tasks started in it), model-layer hooks emit to `emit`."""
+    token = _EMITTER.set((episode_id, emit))
+    try:
+        yield
+    finally:
+        _EMITTER.reset(token)
+
+
+def _hook(cls: type[Event], fields: dict[str, Any]) -> None:
+    """To the current episode's sinks; outside an episode (e.g. preflight), straight to the log."""
+    bound = _EMITTER.get()
+    if bound is not None:
+        episode_id, emit = bound
+        emit(cls(episode_id, **fields))
+    else:
+        import structlog
+
+        structlog.get_logger("awm_runtime.models").info(cls.name, **fields)
+
+
+def model_called(*, role: str, alias: str, endpoint: str, latency_s: float, prompt_tokens: int = 0,
+                 completion_tokens: int = 0, attempt: int = 1) -> None:
+    """Model-layer hook: one call answered (after `attempt` tries)."""
+    _hook(ModelCalled, {"role": role, "alias": alias, "endpoint": endpoint, "latency_s": round(latency_s, 6),
+                        "prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                        "attempt": attempt})
+
+
+def model_retry(*, role: str, alias: str, endpoint: str, kind: str, attempt: int, wait_s: float,
+                error: str = "") -> None:
+    """Model-layer hook: a failed attempt that will be retried after `wait_s` seconds."""
+    _hook(ModelRetry, {"role": role, "alias": alias, "endpoint": endpoint, "kind": kind, "attempt": attempt,
+                       "wait_s": round(wait_s, 3), "error": error[:300]})
+
+
+def model_failed(*, role: str, alias: str, endpoint: str, kind: str, attempts: int, elapsed_s: float,
+                 error: str = "") -> None:
+    """Model-layer hook: a call given up on (its error ends the episode as an infrastructure error)."""
+    _hook(ModelFailed, {"role": role, "alias": alias, "endpoint": endpoint, "kind": kind, "attempts": attempts,
+                        "elapsed_s": round(elapsed_s, 3), "error": error[:300]})

@@ -29,6 +29,8 @@ def console_logging() -> None:
 
 
 def guarded(prog: str, main: Callable[[], int]) -> int:
+    """Run a CLI command: logs to stderr (stdout may be JSON), bad input as one line and exit 2."""
+    console_logging()
     try:
         return main()
     except ConfigError as exc:

@@ -1,8 +1,12 @@
-"""The live view during a run: a rich progress bar with completion and expert use so far."""
+"""The live view during a run: progress and ETA, results so far, tokens and cost, endpoint load."""
 
 from __future__ import annotations
 
-from rich.console import Console
+from collections.abc import Iterator
+from typing import Any
+
+from rich.console import Console, ConsoleOptions, Group
+from rich.live import Live
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -12,38 +16,72 @@ from rich.progress import (
     TimeElapsedColumn,
     TimeRemainingColumn,
 )
+from rich.table import Table
+from rich.text import Text
 
-from awm_runtime._events import EpisodeEnded, Event
+from awm_runtime.scheduler import RunProgress
 
 
-class ProgressSink:
-    """Advances on every finished episode; shows completion, format errors and expert calls."""
+def _tokens(n: int) -> str:
+    return f"{n / 1e6:.2f}M" if n >= 1e6 else f"{n / 1e3:.1f}k" if n >= 1e3 else str(n)
 
-    def __init__(self, console: Console) -> None:
-        self.progress = Progress(
-            TextColumn("[bold]episodes"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[stats]}"),
-            TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(), console=console, transient=False,
-        )
+
+def stats_line(p: RunProgress) -> str:
+    t = p.totals()
+    scored = t["scored"]
+    done = f"{t['complete'] / scored:.1%} of {scored}" if scored else "-"
+    line = (f"complete {done} · format errors {t['format_errors']} · expert calls {t['expert_calls']} · "
+            f"tokens {_tokens(t['tokens'])} · ${t['cost_usd']:.4f} · infra errors {t['errors']} · "
+            f"in flight {p.in_flight}")
+    if p.shards > 1:
+        line += f" · {p.shards} shards"
+    return line
+
+
+def endpoint_table(p: RunProgress) -> Table | None:
+    endpoints = p.endpoints()
+    if not endpoints:
+        return None
+    table = Table(box=None, pad_edge=False, show_edge=False, header_style="dim")
+    for col, justify in (("endpoint", "left"), ("roles", "left"), ("in flight", "right"), ("in backoff", "right"),
+                         ("calls", "right"), ("errors", "right")):
+        table.add_column(col, justify=justify)  # type: ignore[arg-type]
+    for e in endpoints:
+        table.add_row(e.endpoint, ",".join(e.roles), f"{e.in_flight}/{e.limit}",
+                      f"[yellow]{e.in_backoff}[/]" if e.in_backoff else "0", str(e.calls),
+                      f"[red]{e.errors}[/]" if e.errors else "0")
+    return table
+
+
+class LiveView:
+    """Reads a RunProgress a few times a second; the run never waits for it."""
+
+    def __init__(self, console: Console, progress: RunProgress) -> None:
+        self.state = progress
+        self.console = console
+        self.bar = Progress(TextColumn("[bold]episodes"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                            TextColumn("eta"), TimeRemainingColumn(), console=console, speed_estimate_period=120)
         self._task: TaskID | None = None
-        self.finished = self.complete = self.errors = self.format_errors = self.expert_calls = 0
+        self.notice = ""
+        self._live = Live(self, console=console, refresh_per_second=4, transient=False, redirect_stdout=False,
+                          redirect_stderr=False)
 
-    def start(self, total: int, done: int) -> None:
-        self._task = self.progress.add_task("run", total=total, completed=done, stats="")
-        self.progress.start()
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> Iterator[Any]:
+        p = self.state
+        if self._task is None and p.planned:
+            self._task = self.bar.add_task("run", total=p.planned, completed=p.finished)
+        if self._task is not None:
+            self.bar.update(self._task, completed=p.finished)
+        parts: list[Any] = [self.bar.get_renderable(), Text(stats_line(p), style="dim")]
+        table = endpoint_table(p)
+        if table is not None:
+            parts.append(table)
+        if self.notice:
+            parts.append(Text(self.notice, style="yellow"))
+        yield Group(*parts)
 
-    def emit(self, event: Event) -> None:
-        if not isinstance(event, EpisodeEnded) or event.record is None or self._task is None:
-            return
-        r = event.record
-        self.finished += 1
-        self.complete += r.outcome == "complete"
-        self.errors += r.outcome == "error"
-        self.format_errors += r.format_error_count
-        self.expert_calls += r.expert_calls
-        scored = max(self.finished - self.errors, 1)
-        stats = (f"complete {self.complete / scored:.0%} · format err {self.format_errors} · "
-                 f"expert {self.expert_calls} · errors {self.errors}")
-        self.progress.update(self._task, advance=1, stats=stats)
+    def start(self) -> None:
+        self._live.start()
 
     def stop(self) -> None:
-        self.progress.stop()
+        self._live.stop()

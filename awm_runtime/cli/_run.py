@@ -11,7 +11,7 @@ from typing import Any
 
 from awm_runtime._config import build_run_config
 from awm_runtime._errors import ConfigError
-from awm_runtime.cli._common import console_logging, guarded
+from awm_runtime.cli._common import EXIT_INTERRUPTED, guarded
 from awm_runtime.models import load_toml
 
 DESCRIPTION = """Run concurrent agent episodes on AWM worlds and write a run directory.
@@ -94,19 +94,45 @@ def parser() -> argparse.ArgumentParser:
            "half the cores up to 4). Self-hosted OpenAI-compatible endpoints skip litellm and need none")
     a("--quiet", action="store_true", help="no progress bar; print only the summary")
     a("--json", action="store_true", help="print the summary as JSON on stdout (implies --quiet)")
+    # Scheduler and logs (issue 8).
+    a("--shards", type=_shards, metavar="N|auto",
+      help="worker processes for this run; auto adds one per few hundred episodes in flight (default auto)")
+    a("--grace", type=float, metavar="S", dest="grace_s",
+      help="on Ctrl-C/SIGTERM, seconds in-flight episodes get to finish before they are cancelled (default 30)")
+    a("--log-stdout", action="store_true", help="also stream the events.jsonl lines to stdout")
     return p
 
 
+def _shards(text: str) -> int | str:
+    return "auto" if text == "auto" else _positive_int(text)
+
+
 def _config(args: argparse.Namespace) -> Any:
-    cli = {k: v for k, v in vars(args).items() if k not in ("quiet", "json")}
+    """CLI > the resumed run's manifest (with --resume) > awm.toml [run] > AWM_* env > defaults."""
+    cli = {k: v for k, v in vars(args).items() if k not in ("quiet", "json", "log_stdout")}
     if cli.get("enable_thinking") is not None:
         cli["enable_thinking"] = cli["enable_thinking"] == "on"
     file: dict[str, Any] = {}
+    resumed = _resumed_config(args)
+    if args.config_path is None and resumed.get("config_path"):
+        args.config_path = Path(resumed["config_path"])
     if args.config_path is not None:
         file = dict(load_toml(args.config_path).get("run", {}))
         if not isinstance(file, dict):
             raise ConfigError(f"{args.config_path}: [run] must be a table")
-    return build_run_config(cli, file)
+    return build_run_config(cli, {**file, **resumed})
+
+
+def _resumed_config(args: argparse.Namespace) -> dict[str, Any]:
+    """`awm-run --out DIR --resume` continues the run as it was configured, without repeating its flags."""
+    manifest = None if not args.resume or args.out is None else Path(args.out) / "manifest.json"
+    if manifest is None or not manifest.is_file():
+        return {}
+    try:
+        config = dict(json.loads(manifest.read_text(encoding="utf-8")).get("config") or {})
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"--resume: {manifest} is unreadable ({exc})") from None
+    return {k: v for k, v in config.items() if k not in ("out", "resume") and v is not None}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -115,26 +141,40 @@ def main(argv: list[str] | None = None) -> int:
     def go() -> int:
         from rich.console import Console
 
-        from awm_runtime.cli._live import ProgressSink
+        from awm_runtime.cli._live import LiveView
         from awm_runtime.report import summary_table
-        from awm_runtime.scheduler import prepare, run
+        from awm_runtime.scheduler import RunControl, RunProgress, prepare, run
 
         config = _config(args)
-        console_logging()
         quiet = args.quiet or args.json
         console = Console(stderr=True)
-        progress = None if quiet else ProgressSink(console)
+        progress = RunProgress()
+        view = None if quiet else LiveView(console, progress)
+
+        def on_signal(name: str, hard: bool) -> None:
+            text = (f"{name}: cancelling in-flight episodes now" if hard else
+                    f"{name}: no new episodes; in-flight ones get {config.grace_s:g}s to finish "
+                    f"(again to cancel them now)")
+            if view is not None:
+                view.notice = text
+            else:
+                print(f"awm-run: {text}", file=sys.stderr)
 
         async def main_async() -> Any:
             prepared = await prepare(config)
-            return await run(config, prepared=prepared, sinks=[progress] if progress else [],
-                             on_start=progress.start if progress else None)
+            control = RunControl(config.grace_s)
+            remove = control.install_signal_handlers(on_signal)
+            if view is not None:
+                view.start()
+            try:
+                return await run(config, prepared=prepared, control=control, progress=progress,
+                                 log_stdout=sys.stdout if args.log_stdout else None)
+            finally:
+                remove()
+                if view is not None:
+                    view.stop()
 
-        try:
-            result = asyncio.run(main_async())
-        finally:
-            if progress:
-                progress.stop()
+        result = asyncio.run(main_async())
         if args.json:
             print(json.dumps(result.summary, indent=2))
         else:
@@ -148,6 +188,11 @@ def main(argv: list[str] | None = None) -> int:
                 Console().print("[yellow]Simulated policy: these numbers exercise the runtime; "
                                 "they say nothing about real models.[/]")
             print(f"run directory: {result.out}", file=sys.stderr)
+        if result.interrupted:
+            print(f"awm-run: stopped early ({result.summary.get('stop_reason')}): {result.not_run} of "
+                  f"{result.planned} episodes not run ({result.summary.get('cancelled', 0)} cancelled in flight); "
+                  f"continue with: awm-run --out {result.out} --resume", file=sys.stderr)
+            return EXIT_INTERRUPTED
         return 0
 
     return guarded("awm-run", go)

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from awm_runtime.cli._common import console_logging, guarded
+from awm_runtime.cli._common import guarded
 
 
 def parser() -> argparse.ArgumentParser:
@@ -151,6 +151,5 @@ def _pack(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    console_logging()
     commands = {"list": _list, "check": _check, "pack": _pack}
     return guarded("awm-worlds", lambda: commands[args.command](args))

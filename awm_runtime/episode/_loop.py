@@ -23,6 +23,7 @@ from awm_runtime._events import (
     NudgeSent,
     ToolCalled,
     TurnEnded,
+    bind_emitter,
 )
 from awm_runtime._prompts import render
 from awm_runtime._protocols import (
@@ -102,7 +103,8 @@ async def run_episode(spec: EpisodeSpec, task: Task, session: WorldSession, harn
                       policy=harness.policy.ref, expert=harness.expert.ref if harness.expert else None)
     verdict = Verdict(result="not_run", mode="none")
     with structlog.contextvars.bound_contextvars(run_id=run_id, episode_id=ep.episode_id, scenario=spec.scenario,
-                                                 task_idx=spec.task_idx, arm=spec.arm):
+                                                 task_idx=spec.task_idx, arm=spec.arm), \
+            bind_emitter(ep.episode_id, lambda event: _emit(sinks, event)):
         _emit(sinks, EpisodeStarted(ep.episode_id, spec.arm, spec.scenario, spec.task_idx, spec.repeat))
         deadline = asyncio.timeout(harness.limits.timeout_s)
         try:

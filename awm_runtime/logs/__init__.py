@@ -13,7 +13,7 @@ from awm_runtime.logs._rundir import (
     record_line,
     repair_tail,
 )
-from awm_runtime.logs._setup import configure_logging, reset_logging
+from awm_runtime.logs._setup import EventStream, configure_logging, reset_logging
 from awm_runtime.logs._sinks import EventLogSink
 
 __all__ = [
@@ -23,6 +23,7 @@ __all__ = [
     "REDACTED",
     "SUMMARY",
     "EventLogSink",
+    "EventStream",
     "Redactor",
     "RunDirWriter",
     "completed_keys",

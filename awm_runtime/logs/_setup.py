@@ -1,9 +1,15 @@
-"""structlog for a run: context first, redaction, JSON last; events stream to a file."""
+"""structlog for a run: context first, redaction, JSON last; events stream to events.jsonl.
+
+Events are buffered and appended in whole lines with O_APPEND, so several processes (the shards of
+a run) can share one events.jsonl without tearing each other's lines, and memory stays flat.
+"""
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Iterable
+from pathlib import Path
 from typing import IO, Any
 
 import orjson
@@ -11,16 +17,75 @@ import structlog
 
 from awm_runtime.logs._redact import Redactor
 
+FLUSH_BYTES = 1 << 16
+
 
 def _orjson_dumps(event: Any, **_: Any) -> str:
     return orjson.dumps(event, default=str).decode()
 
 
-class _LineWriter:
-    """A structlog logger writing rendered lines to one or more text streams; thread-safe."""
+class EventStream:
+    """A structlog logger: rendered lines go to a file (appended in whole lines) and optionally a stream.
 
-    def __init__(self, outputs: list[IO[str]], lock: threading.Lock) -> None:
-        self._outputs, self._lock = outputs, lock
+    Lines are buffered up to FLUSH_BYTES; `flush()` is called by the run every second and at the end.
+    Thread-safe. After `close()` further lines are dropped rather than raising in some later caller."""
+
+    def __init__(self, path: Path | str, *, also: IO[str] | None = None, flush_bytes: int = FLUSH_BYTES) -> None:
+        self.path = Path(path)
+        self._fd: int | None = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        self._also = also
+        self._flush_bytes = flush_bytes
+        self._buf: list[bytes] = []
+        self._size = 0
+        self._lock = threading.Lock()
+        self.lines = 0
+
+    def msg(self, line: str) -> None:
+        data = line.encode() + b"\n"
+        with self._lock:
+            if self._fd is None:
+                return
+            self._buf.append(data)
+            self._size += len(data)
+            self.lines += 1
+            if self._also is not None:
+                self._also.write(line + "\n")
+            if self._size >= self._flush_bytes:
+                self._flush_locked()
+
+    log = debug = info = warning = warn = error = critical = exception = fatal = msg
+
+    def _flush_locked(self) -> None:
+        if not self._buf or self._fd is None:
+            return
+        view = memoryview(b"".join(self._buf))
+        self._buf.clear()
+        self._size = 0
+        while view:
+            view = view[os.write(self._fd, view):]
+
+    def flush(self) -> None:
+        with self._lock:
+            self._flush_locked()
+            if self._also is not None:
+                self._also.flush()
+
+    def close(self) -> None:
+        with self._lock:
+            self._flush_locked()
+            if self._fd is not None:
+                os.close(self._fd)
+                self._fd = None
+            if self._also is not None:
+                self._also.flush()
+
+
+class _StreamWriter:
+    """A structlog logger writing lines to text streams (tests, embedding)."""
+
+    def __init__(self, outputs: list[IO[str]]) -> None:
+        self._outputs = outputs
+        self._lock = threading.Lock()
 
     def msg(self, line: str) -> None:
         with self._lock:
@@ -30,10 +95,12 @@ class _LineWriter:
     log = debug = info = warning = warn = error = critical = exception = fatal = msg
 
 
-def configure_logging(fh: IO[str], *, secrets: Iterable[str] = (), also: IO[str] | None = None) -> Redactor:
-    """Route every structlog event of this process to `fh` as one JSON line (and to `also`)."""
+def configure_logging(target: EventStream | IO[str], *, secrets: Iterable[str] = (),
+                      also: IO[str] | None = None) -> Redactor:
+    """Route every structlog event of this process to `target` as one JSON line (and to `also`)."""
     redactor = Redactor(secrets)
-    writer = _LineWriter([fh] if also is None else [fh, also], threading.Lock())
+    writer: Any = target if isinstance(target, EventStream) else _StreamWriter(
+        [target] if also is None else [target, also])
     structlog.configure(
         processors=[
             structlog.contextvars.merge_contextvars,

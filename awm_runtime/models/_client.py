@@ -7,6 +7,7 @@ from typing import Any
 
 from tenacity import AsyncRetrying, RetryError
 
+from awm_runtime import _events
 from awm_runtime._errors import ModelError
 from awm_runtime.models._exceptions import AttemptError
 from awm_runtime.models._limits import limiter_for
@@ -56,6 +57,10 @@ class ModelClient:
         except AttemptError as exc:
             raise retries.final(exc, retrying.statistics.get("attempt_number", 1)) from exc.__cause__
         reply.usage.cost_usd = self.prices.cost(reply.usage.prompt_tokens, reply.usage.completion_tokens)
+        _events.model_called(role=self.role, alias=self.config.alias, endpoint=self._limiter.endpoint,
+                             latency_s=reply.latency_s, prompt_tokens=reply.usage.prompt_tokens,
+                             completion_tokens=reply.usage.completion_tokens,
+                             attempt=retrying.statistics.get("attempt_number", 1))
         return reply
 
     async def _attempt(self, messages: list[dict[str, Any]], params: dict[str, Any],

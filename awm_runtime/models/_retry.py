@@ -13,8 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import structlog
-
+from awm_runtime import _events
 from awm_runtime._errors import ModelError
 from awm_runtime.models._exceptions import RETRYABLE, AttemptError
 
@@ -27,8 +26,6 @@ if TYPE_CHECKING:
 DEFAULT_RETRIES: Mapping[str, int] = {"rate_limit": 8, "server": 4, "timeout": 2, "connection": 4}
 MAX_BACKOFF_S = 30.0
 MAX_RETRY_AFTER_S = 120.0  # a provider asking for longer than this is down; the deadline decides
-
-log = structlog.get_logger("awm_runtime.models")
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,16 +94,16 @@ class CallRetries:
     def before_sleep(self, state: RetryCallState) -> None:
         error = self._error(state)
         if error is not None:
-            log.warning("model_retry", role=error.role, alias=error.alias, endpoint=self.endpoint, kind=error.kind,
-                        attempt=state.attempt_number, wait_s=round(state.upcoming_sleep or 0.0, 3),
-                        error=error.detail)
+            _events.model_retry(role=error.role, alias=error.alias, endpoint=self.endpoint, kind=error.kind,
+                                attempt=state.attempt_number, wait_s=state.upcoming_sleep or 0.0, error=error.detail)
 
     def final(self, error: AttemptError, attempts: int) -> ModelError:
         """The error the episode records: its class, and how many attempts were spent on it."""
         why = self.gave_up or (f"after {attempts} attempts" if attempts > 1 else "")
         message = f"{error.role} model {error.alias!r} failed ({error.kind}){' ' + why if why else ''}: {error.detail}"
-        log.warning("model_failed", role=error.role, alias=error.alias, endpoint=self.endpoint, kind=error.kind,
-                    attempts=attempts, error=error.detail)
+        _events.model_failed(role=error.role, alias=error.alias, endpoint=self.endpoint, kind=error.kind,
+                             attempts=attempts, elapsed_s=self.policy.deadline_s - self.remaining_s(),
+                             error=error.detail)
         return ModelError(message, kind=error.kind, role=error.role, alias=error.alias)
 
 

@@ -1,8 +1,9 @@
-"""Runtime: prepares a run (worlds, models, arms), then streams its episodes through N workers.
+"""Runtime: prepares a run (worlds, models, arms), then streams its episodes through a pool.
 
 Each episode is isolated: any failure becomes that episode's record; siblings keep running.
-Records are appended to episodes.jsonl as they finish, and statistics are kept as running
-aggregates, so memory stays flat however long the run.
+Records are appended to episodes.jsonl as they finish (the one writer is this process, also when
+the run is sharded over worker processes), and statistics are running aggregates, so memory stays
+flat however long the run. Resume is a set difference over episode keys.
 """
 
 from __future__ import annotations
@@ -18,32 +19,37 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Any, Protocol
+from typing import IO, Any, Protocol
 
 import structlog
 
 from awm_runtime._build import BuildContext, build_expert, build_nudges, build_policy, build_shaper
 from awm_runtime._config import RunConfig
-from awm_runtime._errors import AwmError, ConfigError
-from awm_runtime._events import EpisodeEnded
+from awm_runtime._errors import ConfigError
 from awm_runtime._protocols import Sink
-from awm_runtime._types import EpisodeRecord, EpisodeSpec, ErrorInfo, Task
-from awm_runtime.episode import EpisodeLimits, ExpertBudget, Harness, run_episode
+from awm_runtime._types import EpisodeRecord, EpisodeSpec, Task
+from awm_runtime.episode import EpisodeLimits, ExpertBudget, Harness
 from awm_runtime.logs import (
+    EPISODES,
     EVENTS,
     MANIFEST,
     SUMMARY,
     EventLogSink,
+    EventStream,
     RunDirWriter,
-    completed_keys,
     configure_logging,
     iter_records,
+    read_manifest,
     record_line,
     repair_tail,
 )
-from awm_runtime.models import apply_routes, load_registry, preflight, shutdown, start_shards
-from awm_runtime.report import RunStats
+from awm_runtime.models import ModelRegistry, apply_routes, load_registry, preflight, shutdown, start_shards
+from awm_runtime.models._transport import IN_PROCESS
+from awm_runtime.scheduler._control import LoopLag, RunControl, must_finish, peak_rss_mib, rss_mib
 from awm_runtime.scheduler._plan import plan_episodes, select_tasks
+from awm_runtime.scheduler._pool import EpisodePool
+from awm_runtime.scheduler._progress import RunProgress, endpoint_dicts
+from awm_runtime.scheduler._shards import resolve_shards, run_sharded, split
 from awm_runtime.verifiers import Judge
 from awm_runtime.worlds import AwmWorld, load_split, load_worlds, trivial_tasks, world_options
 
@@ -58,6 +64,8 @@ class RunResult:
     planned: int
     ran: int
     skipped: int
+    not_run: int = 0
+    interrupted: bool = False
 
 
 Finalize = Callable[[list[EpisodeRecord]], list[EpisodeRecord]]
@@ -152,18 +160,21 @@ def _versions() -> dict[str, str]:
     return out
 
 
-async def prepare(config: RunConfig) -> PreparedRun:
-    """Resolve everything a run needs and check it, so bad input fails before any episode."""
-    registry = apply_routes(load_registry(config.config_path), config.model_dump())
+async def prepare(config: RunConfig, *, check: bool = True, shard: tuple[int, int] = (0, 1)) -> PreparedRun:
+    """Resolve everything a run needs and check it, so bad input fails before any episode.
+
+    A shard passes `check=False` (its parent ran the preflight) and `shard=(index, count)`: it
+    gets its part of every endpoint's limits, so the shards together keep to what awm.toml allows."""
+    registry = share_limits(apply_routes(load_registry(config.config_path), config.model_dump()), *shard)
     world = load_worlds(config.worlds, solutions=config.solutions, options=world_options(config))
     try:
-        return await _prepare(config, registry, world)
+        return await _prepare(config, registry, world, check)
     except BaseException:
         await asyncio.shield(world.aclose())
         raise
 
 
-async def _prepare(config: RunConfig, registry: Any, world: AwmWorld) -> PreparedRun:
+async def _prepare(config: RunConfig, registry: Any, world: AwmWorld, check: bool) -> PreparedRun:
     split = None if config.split == "all" else load_split(world)[config.split]
     tasks = select_tasks(world.tasks(), scenarios=config.scenarios, task_spec=config.tasks, split=split)
     if not tasks:
@@ -204,122 +215,184 @@ async def _prepare(config: RunConfig, registry: Any, world: AwmWorld) -> Prepare
     roles = [(role, client.config) for (role, _alias), client in ctx.clients.items()]
     try:
         await start_shards(config.model_procs, [cfg for _, cfg in roles])
-        await preflight(roles, mode=config.preflight)
+        if check:
+            await preflight(roles, mode=config.preflight)
     except BaseException:
         await shutdown()
         raise
+    if any(client.transport is IN_PROCESS for client in ctx.clients.values()):
+        # litellm takes seconds to import: do it off the loop now, not inside the first episode's model call.
+        from awm_runtime.models._litellm import litellm
+
+        await asyncio.to_thread(litellm)
     secrets = [s for _, cfg in roles if cfg.api_key_env and (s := os.environ.get(cfg.api_key_env, ""))]
     return PreparedRun(config, world, tasks, harnesses, ctx, secrets, planner)
 
 
-def _out_dir(config: RunConfig, run_id: str) -> Path:
+def share_limits(registry: ModelRegistry, index: int, count: int) -> ModelRegistry:
+    """Shard `index` of `count`: its part of every alias's concurrency and rate limits (at least 1 each)."""
+    if count <= 1:
+        return registry
+
+    def part(limit: int | None) -> int | None:
+        return None if limit is None else max(1, split(limit, count)[index])
+
+    for alias in registry.names():
+        c = registry.get(alias)
+        registry = registry.with_overrides(alias, max_concurrency=part(c.max_concurrency), rpm=part(c.rpm),
+                                           tpm=part(c.tpm))
+    return registry
+
+
+def _out_dir(config: RunConfig) -> tuple[Path, dict[str, Any] | None]:
+    """The run directory, and the manifest of the run being resumed (None for a new run)."""
     if config.out is not None:
         out = Path(config.out)
     else:
-        out = Path("runs") / f"{datetime.now(UTC):%Y%m%d-%H%M%S}-{run_id[:6]}"
-    has_records = (out / "episodes.jsonl").is_file() and (out / "episodes.jsonl").stat().st_size > 0
+        out = Path("runs") / f"{datetime.now(UTC):%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:6]}"
+    has_records = (out / EPISODES).is_file() and (out / EPISODES).stat().st_size > 0
     if config.resume and not (out / MANIFEST).is_file():
         raise ConfigError(f"--resume: {out} holds no run to resume (no {MANIFEST}); pass the --out of the killed run")
     if has_records and not config.resume:
         raise ConfigError(f"{out} already holds a run; pass --resume to continue it, or choose another --out")
-    return out
+    if not config.resume:
+        return out, None
+    try:
+        return out, read_manifest(out)
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"--resume: {out / MANIFEST} is unreadable ({exc}); the run cannot be resumed") from None
+
+
+def _manifest(config: RunConfig, prep: PreparedRun, run_id: str, shards: int,
+              previous: dict[str, Any] | None) -> dict[str, Any]:
+    session = {"started_at": datetime.now(UTC).isoformat(), "argv": sys.argv, "resumed": config.resume,
+               "shards": shards, "concurrency": config.concurrency, "pid": os.getpid()}
+    return {
+        "run_id": run_id, "resumed": config.resume, "started_at": (previous or {}).get("started_at")
+        or session["started_at"], "config": config.model_dump(mode="json"), "versions": _versions(),
+        "seed": config.seed, "argv": sys.argv, "worlds": prep.world.name, "planned_episodes": prep.planned,
+        "arms": {n: {"policy": h.policy.ref.model_dump(), "expert": h.expert.ref.model_dump() if h.expert else None}
+                 for n, h in prep.harnesses.items()},
+        "host": {"cpus": os.cpu_count(), "platform": platform.platform()},
+        "sessions": [*(previous or {}).get("sessions", []), session],
+    }
 
 
 async def run(config: RunConfig, *, sinks: Sequence[Sink] = (), prepared: PreparedRun | None = None,
-              on_start: Callable[[int, int], None] | None = None) -> RunResult:
-    """Run every planned episode not already recorded; return the run's summary."""
+              on_start: Callable[[int, int], None] | None = None, control: RunControl | None = None,
+              progress: RunProgress | None = None, log_stdout: IO[str] | None = None) -> RunResult:
+    """Run every planned episode not already recorded; return the run's summary.
+
+    `control` stops the run early (signals, tests); `progress` is the live state a view reads;
+    `log_stdout` also receives every event line. Cancelling the task that runs this cancels the
+    in-flight episodes (not recorded), and still flushes the logs and writes summary.json."""
     prep = prepared or await prepare(config)
-    run_id = uuid.uuid4().hex
-    out = _out_dir(config, run_id)
+    out, previous = _out_dir(config)
+    run_id = str(previous["run_id"]) if previous and previous.get("run_id") else uuid.uuid4().hex
+    if prep.planner is not None and config.shards not in ("auto", 1):
+        raise ConfigError("--group-size runs in one process (groups are planned stage by stage and finalised "
+                          "together): use --shards 1")
+    shards = 1 if prep.planner is not None else resolve_shards(config.shards, config.concurrency)
+    if shards > 1 and sinks:
+        raise ConfigError("custom sinks see the episodes of their own process only: use --shards 1 with sinks")
+    control = control or RunControl(config.grace_s)
+    progress = progress or RunProgress()
     writer = RunDirWriter(out)
-    stats = RunStats()
     done: set[tuple[str, str, int, int]] = set()
     if config.resume:
         repair_tail(out)
-        done = completed_keys(out)
         for r in iter_records(out):
-            stats.add(r)
+            done.add((r["arm"], r["scenario"], int(r["task_idx"]), int(r["repeat"])))
+            progress.stats.add(r)
             if prep.planner is not None:
                 prep.planner.observe(r)
     to_run = prep.remaining(done)
+    progress.planned, progress.already_done, progress.shards = prep.planned, len(done), shards
     if on_start:
         on_start(prep.planned, len(done))
-    events = (out / EVENTS).open("a", encoding="utf-8", buffering=1 << 16)
+    events = EventStream(out / EVENTS, also=log_stdout)
+    saved_logging = structlog.get_config()
     configure_logging(events, secrets=prep.secrets)
-    writer.write_json(MANIFEST, {
-        "run_id": run_id, "resumed": config.resume, "started_at": datetime.now(UTC).isoformat(),
-        "config": config.model_dump(mode="json"), "versions": _versions(), "seed": config.seed,
-        "argv": sys.argv, "worlds": prep.world.name, "planned_episodes": prep.planned,
-        "arms": {n: {"policy": h.policy.ref.model_dump(), "expert": h.expert.ref.model_dump() if h.expert else None}
-                 for n, h in prep.harnesses.items()},
-    })
-    all_sinks: list[Sink] = [EventLogSink(), *sinks]
-    tasks_by_key = {t.key: t for t in prep.tasks}
+    writer.write_json(MANIFEST, _manifest(config, prep, run_id, shards, previous))
     log.info("run_started", run_id=run_id, planned=prep.planned, already_done=len(done), to_run=to_run,
-             concurrency=config.concurrency, out=str(out))
+             concurrency=config.concurrency, shards=shards, grace_s=control.grace_s, out=str(out))
     started = time.perf_counter()
-    slots = asyncio.Semaphore(config.concurrency)
+    lag = LoopLag()
+    background = [asyncio.create_task(lag.run()), asyncio.create_task(_heartbeat(events, progress, lag))]
+    outcome: dict[str, Any] = {}
 
-    async def episode(spec: EpisodeSpec) -> EpisodeRecord:
-        async with slots:
-            return await _one(spec, tasks_by_key[(spec.scenario, spec.task_idx)], prep, all_sinks, run_id)
-
-    async def worker(queue: Iterator[Unit]) -> None:
-        for unit in queue:
-            records = await unit.run(episode)
-            lines = b"".join(record_line(r) for r in records)
-            await asyncio.shield(asyncio.to_thread(writer.append, lines))
-            for record in records:
-                stats.add(record)
+    async def record(unit: Unit, records: list[EpisodeRecord]) -> None:
+        fresh = [r for r in records if (r.arm, r.scenario, r.task_idx, r.repeat) not in done]
+        await asyncio.to_thread(lambda: writer.append(b"".join(record_line(r) for r in fresh)))
+        for r in fresh:
+            progress.stats.add(r)
+        progress.recorded += len(fresh)
 
     try:
-        for stage in prep.stages():
-            units = [u for u in stage if not all(k in done for k in u.keys)]
-            queue = iter(units)
-            async with asyncio.TaskGroup() as tg:
-                for _ in range(min(config.concurrency, len(units))):
-                    tg.create_task(worker(queue))
+        for stage in prep.stages():  # a stage is planned only after the one before it has finished
+            units = (u for u in stage if not all(k in done for k in u.keys))
+            if shards > 1:
+                outcome = await run_sharded(config, prep, run_id, out, shards, units, control, progress, writer,
+                                            done)
+            else:
+                outcome = await run_local(config, prep, run_id, [EventLogSink(), *sinks], units, control,
+                                          progress, record)
+            if control.stop_requested:
+                break
     finally:
+        for t in background:
+            t.cancel()
         summary = {"run_id": run_id, "out": str(out), "wall_s": round(time.perf_counter() - started, 3),
-                   **stats.to_dict(), **({"groups": prep.planner.summary()} if prep.planner else {})}
+                   "planned": prep.planned, "already_done": len(done), "recorded": progress.recorded,
+                   "not_run": prep.planned - len(done) - progress.recorded, "cancelled": progress.cancelled,
+                   "interrupted": control.stop_requested, "stop_reason": control.reason, "shards": shards,
+                   "concurrency": config.concurrency, "loop_lag_ms": lag.to_dict(), "peak_rss_mib":
+                   round(peak_rss_mib(), 1), **outcome, **progress.stats.to_dict(),
+                   **({"groups": prep.planner.summary()} if prep.planner else {})}
         writer.write_json(SUMMARY, summary)
-        log.info("run_finished", run_id=run_id, episodes=stats.episodes, wall_s=summary["wall_s"])
-        writer.close()
-        events.flush()
+        log.info("run_finished", run_id=run_id, episodes=progress.stats.episodes, recorded=progress.recorded,
+                 not_run=summary["not_run"], cancelled=progress.cancelled, interrupted=control.stop_requested,
+                 wall_s=summary["wall_s"], loop_lag_p99_ms=summary["loop_lag_ms"]["p99_ms"])
         events.close()
-        await asyncio.shield(prep.world.aclose())
-        await shutdown()
-    return RunResult(run_id, out, summary, prep.planned, to_run, len(done))
+        structlog.configure(**saved_logging)
+        writer.close()
+        await must_finish(prep.world.aclose())
+        await must_finish(shutdown())
+    return RunResult(run_id, out, summary, prep.planned, progress.recorded, len(done), summary["not_run"],
+                     control.stop_requested)
 
 
-async def _one(spec: EpisodeSpec, task: Task, prep: PreparedRun, sinks: Sequence[Sink], run_id: str) -> EpisodeRecord:
-    """The capture site: whatever happens, one record comes back."""
-    harness = prep.harness_for(spec)
-    episode_id = uuid.uuid4().hex[:16]
+async def run_local(config: RunConfig, prep: PreparedRun, run_id: str, sinks: Sequence[Sink],
+                    units: Iterator[Unit], control: RunControl, progress: RunProgress,
+                    record: Callable[[Unit, list[EpisodeRecord]], Awaitable[None]]) -> dict[str, Any]:
+    """The whole run in this process's event loop."""
+    pool = EpisodePool(prep, run_id=run_id, sinks=sinks, concurrency=config.concurrency, control=control)
+
+    async def next_unit() -> Unit | None:
+        return next(units, None)
+
+    async def track() -> None:
+        while True:
+            progress.in_flight, progress.stopping = pool.in_flight, control.stop_requested
+            await asyncio.sleep(0.2)
+
+    tracker = asyncio.create_task(track())
     try:
-        session = await prep.world.open(task, episode_id=episode_id)
-    except asyncio.CancelledError:
-        raise
-    except Exception as exc:
-        record = error_record(spec, task, harness, exc, episode_id=episode_id, run_id=run_id)
-        for sink in sinks:
-            sink.emit(EpisodeEnded(episode_id, record))
-        return record
-    try:
-        return await run_episode(spec, task, session, harness, sinks=sinks, run_id=run_id, episode_id=episode_id)
+        await pool.run(next_unit, record)
     finally:
-        await asyncio.shield(session.close())
+        tracker.cancel()
+        progress.in_flight, progress.cancelled = pool.in_flight, pool.cancelled
+    return {}
 
 
-def error_record(spec: EpisodeSpec, task: Task, harness: Harness, exc: BaseException, *, episode_id: str,
-                 run_id: str) -> EpisodeRecord:
-    """A record for an episode that could not start (e.g. its world failed to load)."""
-    cls = exc.error_class if isinstance(exc, AwmError) else f"Unexpected.{type(exc).__name__}"
-    record = EpisodeRecord(
-        episode_id=episode_id, run_id=run_id, arm=spec.arm, scenario=spec.scenario, task_idx=spec.task_idx,
-        repeat=spec.repeat, seed=spec.seed, task=task.text, policy=harness.policy.ref,
-        expert=harness.expert.ref if harness.expert else None, outcome="error", verdict="not_run",
-        error=ErrorInfo(error_class=cls, message=str(exc)), group_id=spec.group_id,
-    )
-    record.reward, record.reward_components = harness.shaper.shape(record)
-    return record
+async def _heartbeat(events: EventStream, progress: RunProgress, lag: LoopLag, every_s: float = 10.0) -> None:
+    """Flush events every second; every `every_s`, log a `run_progress` event for scripts and post-mortems."""
+    beats = 0
+    while True:
+        await asyncio.sleep(1.0)
+        beats += 1
+        if beats % int(every_s) == 0:
+            log.info("run_progress", finished=progress.finished, planned=progress.planned,
+                     in_flight=progress.in_flight, loop_lag_p99_ms=lag.percentile(0.99),
+                     rss_mib=round(rss_mib(), 1), endpoints=endpoint_dicts(progress.endpoints()))
+        await asyncio.to_thread(events.flush)

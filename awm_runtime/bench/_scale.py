@@ -1,0 +1,328 @@
+"""Scale: N concurrent episodes against a loopback model server in another process, at a fixed latency.
+
+Reports steady-state episodes/s against the latency-bound ideal (every in-flight episode always
+waiting on exactly one model reply), event-loop lag p99 in every process of the run, and RSS per
+in-flight episode of the runtime's processes (parent and shards; world and verifier processes are
+reported apart, as they belong to the world engine). Episodes are real: built-in worlds, the
+runtime's World, the chat policy over HTTP, verifiers. The server answers like the simulated
+oracle, so episodes really progress.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import math
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+TARGETS = {(256, 2.0): 0.90, (1000, 5.0): 0.75}
+LAG_TARGET_MS = 50.0
+RSS_TARGET_MIB = 1.0
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--episodes", type=int, default=256, metavar="N", help="episodes in flight (default 256)")
+    p.add_argument("--latency", type=float, default=2.0, metavar="S", help="model reply latency (default 2)")
+    p.add_argument("--waves", type=float, default=4.0, metavar="W",
+                   help="episodes run = W x N, so the steady state lasts about W-1 episode lengths (default 4)")
+    p.add_argument("--shards", default="auto", metavar="N|auto", help="worker processes (default auto)")
+    p.add_argument("--scenarios", default="*", metavar="GLOB", help="built-in scenarios to draw tasks from")
+    p.add_argument("--out", type=Path, default=None, metavar="DIR", help="keep the run directory here")
+    p.add_argument("--stack", choices=("full", "scheduler"), default="full",
+                   help="full: HTTP model server, chat policy, AWM worlds; scheduler: the scheduler alone, with a "
+                        "policy that sleeps the latency and an in-memory world (one process)")
+
+
+def _start_server(latency: float, lifetime: float) -> tuple[subprocess.Popen[str], str]:
+    proc = subprocess.Popen([sys.executable, "-m", "awm_runtime.testing", "--latency", str(latency), "--mode",
+                             "sim-oracle", "--lifetime", str(lifetime)], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    url = proc.stdout.readline().strip()
+    if not url.startswith("http"):
+        proc.kill()
+        raise RuntimeError("the loopback model server did not start")
+    return proc, url
+
+
+def _children_rss() -> tuple[float, float]:
+    """RSS (MiB) of this process's descendants: (shards of the run, everything else: world workers,
+    verifiers), leaving out the model server."""
+    from awm_runtime.scheduler._control import rss_mib
+
+    parents: dict[int, int] = {}
+    cmdlines: dict[int, bytes] = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            parents[int(entry.name)] = int(Path(entry.path, "stat").read_text().rsplit(")", 1)[1].split()[1])
+            cmdlines[int(entry.name)] = Path(entry.path, "cmdline").read_bytes()
+        except (OSError, ValueError, IndexError):
+            continue
+    mine, frontier = set(), {os.getpid()}
+    while frontier:
+        frontier = {pid for pid, ppid in parents.items() if ppid in frontier and pid not in mine}
+        mine |= frontier
+    shards = other = 0.0
+    for pid in mine:
+        if b"awm_runtime.testing" in cmdlines.get(pid, b""):
+            continue
+        if b"awm_runtime.scheduler._worker" in cmdlines.get(pid, b""):
+            shards += rss_mib(pid)
+        else:
+            other += rss_mib(pid)
+    return shards, other
+
+
+def _proc_cpu_s(pid: int) -> float:
+    """CPU seconds of a live process, from /proc/PID/stat (utime + stime)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
+def _steady(samples: list[dict[str, float]], n: int,
+            warmup_s: float) -> tuple[float, float, float, list[dict[str, float]]]:
+    """The window where the run held ~N episodes in flight, less the first `warmup_s` (one mean
+    episode: until then few episodes can have finished): (start, end, episodes/s, samples in it)."""
+    full = [s for s in samples if s["in_flight"] >= 0.95 * n]
+    if len(full) < 2:
+        return 0.0, 0.0, 0.0, []
+    a, b = full[0], full[-1]
+    warm = [s for s in full if s["t"] >= a["t"] + warmup_s]
+    if warm and b["t"] - warm[0]["t"] >= 0.2 * (b["t"] - a["t"]):
+        a = warm[0]
+    rate = (b["finished"] - a["finished"]) / (b["t"] - a["t"]) if b["t"] > a["t"] else 0.0
+    return a["t"], b["t"], rate, [s for s in samples if a["t"] <= s["t"] <= b["t"]]
+
+
+async def run(args: argparse.Namespace) -> dict[str, Any]:
+    from awm_runtime import RunConfig
+    from awm_runtime.scheduler import prepare
+
+    n, latency = args.episodes, args.latency
+    tmp = Path(tempfile.mkdtemp(prefix="awm-bench-scale-"))
+    out = args.out or tmp / "run"
+    if args.stack == "scheduler":
+        prep = _scheduler_stack(n, latency, args.waves, out)
+        summary, samples, base_rss, cpu = await _measure(prep, None)
+        return _report(args, summary, out, samples, base_rss, prep.config.repeats, cpu)
+    server, url = _start_server(latency, 600 + args.waves * 300 * latency)
+    try:
+        (tmp / "awm.toml").write_text(
+            f'[models.loop]\nmodel = "openai/sim-oracle"\napi_base = "{url}"\napi_key_env = "AWM_BENCH_KEY"\n'
+            f'protocol = "native"\nmax_concurrency = {n}\ntimeout_s = {latency * 4 + 120}\n')
+        os.environ["AWM_BENCH_KEY"] = "bench-key"
+        config = RunConfig(policy="loop", expert="none", scenarios=args.scenarios, concurrency=n, repeats=1,
+                           shards=args.shards, out=out, config_path=tmp / "awm.toml", grace_s=5)
+        prep = await prepare(config)
+        repeats = max(1, math.ceil(n * args.waves / len(prep.tasks)))
+        prep.config = config.model_copy(update={"repeats": repeats})
+        summary, samples, base_rss, cpu = await _measure(prep, server.pid)
+    finally:
+        server.terminate()
+        try:
+            server.wait(10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+    return _report(args, summary, out, samples, base_rss, repeats, cpu)
+
+
+async def _measure(prep: Any, server_pid: int | None) -> tuple[dict[str, Any], list[dict[str, float]], float,
+                                                                dict[str, float]]:
+    """Run `prep` while sampling progress, in-flight episodes and RSS; CPU seconds by process kind."""
+    from awm_runtime.scheduler import RunProgress
+    from awm_runtime.scheduler import run as run_episodes
+    from awm_runtime.scheduler._control import cpu_s, rss_mib
+
+    progress = RunProgress()
+    samples: list[dict[str, float]] = []
+    base_rss = rss_mib()
+    started = time.monotonic()
+    cpu0 = {"self": cpu_s(), "children": cpu_s(-1), "server": _proc_cpu_s(server_pid) if server_pid else 0.0}
+
+    async def sample() -> None:
+        while True:
+            shard_rss, other_rss = _children_rss()
+            samples.append({"t": time.monotonic() - started, "finished": progress.recorded,
+                            "in_flight": progress.in_flight, "rss": rss_mib(), "children_rss": shard_rss,
+                            "other_rss": other_rss})
+            await asyncio.sleep(0.5)
+
+    sampler = asyncio.create_task(sample())
+    try:
+        result = await run_episodes(prep.config, prepared=prep, progress=progress)
+    finally:
+        sampler.cancel()
+    cpu = {"self": cpu_s() - cpu0["self"], "children": cpu_s(-1) - cpu0["children"],
+           "server": (_proc_cpu_s(server_pid) - cpu0["server"]) if server_pid else 0.0}
+    return result.summary, samples, base_rss, cpu
+
+
+class _SleepPolicy:
+    """Answers after `latency_s`: 2 to 6 tool calls depending on the task (4 on average, about what
+    the oracle needs, and varied so that episodes do not finish in lockstep), then a final answer."""
+
+    def __init__(self, latency_s: float) -> None:
+        self.latency_s = latency_s
+
+    @property
+    def ref(self) -> Any:
+        from awm_runtime import ModelRef
+
+        return ModelRef(alias="sleep", model="bench/sleep", simulated=True)
+
+    def begin(self, task: Any, tools: Any) -> list[Any]:
+        from awm_runtime import Message
+
+        return [Message(role="user", content=task.text, source="system")]
+
+    async def act(self, messages: Any, tools: Any, *, seed: int = 0) -> Any:
+        from awm_runtime import CallTool, FinalAnswer, Message, PolicyTurn, ToolCall, Usage
+
+        await asyncio.sleep(self.latency_s)
+        turn = sum(1 for m in messages if m.role == "assistant")
+        steps = 2 + int((messages[0].content or "0").rsplit(" ", 1)[-1]) % 5
+        action = FinalAnswer("done") if turn >= steps else CallTool(ToolCall(id=f"c{turn}", name="noop"))
+        return PolicyTurn(message=Message(role="assistant", content="x" * 200, source="policy"), action=action,
+                          usage=Usage(calls=1, prompt_tokens=500, completion_tokens=50), elapsed_s=self.latency_s)
+
+    def observe(self, turn: Any, text: str, source: Any) -> list[Any]:
+        from awm_runtime import Message
+
+        return [Message(role="user", content=text, source=source)]
+
+
+class _MemorySession:
+    """A tool that answers at once and a verifier that always passes."""
+
+    @property
+    def tools(self) -> Any:
+        from awm_runtime import ToolSpec
+
+        return [ToolSpec(name="noop")]
+
+    async def call_tool(self, call: Any) -> Any:
+        from awm_runtime import ToolResult
+
+        return ToolResult(text="ok " * 100)
+
+    async def verify(self, final_answer: str, messages: Any) -> Any:
+        from awm_runtime import Verdict
+
+        return Verdict(result="complete", mode="none")
+
+    async def close(self) -> None:
+        return None
+
+
+class _MemoryWorld:
+    """Sixty tasks, each episode in a _MemorySession."""
+
+    name = "memory"
+
+    def __init__(self) -> None:
+        from awm_runtime import Task
+
+        self._tasks = [Task(scenario="memory", task_idx=i, text=f"task {i}") for i in range(60)]
+
+    def tasks(self) -> Any:
+        return self._tasks
+
+    async def open(self, task: Any, *, episode_id: str) -> _MemorySession:
+        return _MemorySession()
+
+    async def aclose(self) -> None:
+        return None
+
+
+def _scheduler_stack(n: int, latency: float, waves: float, out: Path) -> Any:
+    from awm_runtime import Harness, RunConfig
+    from awm_runtime._build import BuildContext, build_shaper
+    from awm_runtime.models import load_registry
+    from awm_runtime.scheduler import PreparedRun
+
+    world = _MemoryWorld()
+    config = RunConfig(concurrency=n, repeats=max(1, math.ceil(n * waves / 60)), shards=1, out=out, grace_s=5)
+    harness = Harness(policy=_SleepPolicy(latency), shaper=build_shaper("awm"))
+    return PreparedRun(config, world, list(world.tasks()), {"main": harness},  # type: ignore[arg-type]
+                       BuildContext(registry=load_registry()))
+
+
+def _report(args: argparse.Namespace, summary: dict[str, Any], out: Path, samples: list[dict[str, float]],
+            base_rss: float, repeats: int, cpu: dict[str, float]) -> dict[str, Any]:
+    n, latency = args.episodes, args.latency
+    calls, sizes, walls = [], [], []
+    with (out / "episodes.jsonl").open("rb") as fh:
+        for line in fh:
+            r = orjson.loads(line)
+            calls.append(r["usage"]["policy"]["calls"])
+            walls.append(r["timings"].get("wall_s", 0.0))
+            sizes.append(len(line))
+    mean_calls = statistics.fmean(calls) if calls else 0.0
+    ideal = n / (mean_calls * latency) if mean_calls else 0.0
+    t0, t1, rate, window = _steady(samples, n, statistics.fmean(walls) if walls else 0.0)
+    shards = summary.get("shard_stats") or []
+    lags = [summary["loop_lag_ms"]["p99_ms"], *(s["loop_lag_ms"]["p99_ms"] for s in shards if "loop_lag_ms" in s)]
+    # RSS per in-flight episode, bracketed: against the processes when they start (an upper bound: it
+    # also counts what they load once, e.g. each scenario's app) and when the run has drained (a lower
+    # bound: the allocator keeps some freed memory).
+    idle_children = next((s["children_rss"] for s in samples if s["children_rss"] > 0), 0.0)
+    rss_steady = statistics.median(s["rss"] + s["children_rss"] for s in window) if window else 0.0
+    drained = [s for s in samples if s["t"] > t1 and s["in_flight"] <= 0.05 * n
+               and (s["children_rss"] > 0 or not shards)]
+    rss_drained = drained[-1]["rss"] + drained[-1]["children_rss"] if drained else rss_steady
+    rss_per = (rss_steady - base_rss - idle_children) / n if window else 0.0
+    rss_per_low = max(0.0, rss_steady - rss_drained) / n if window else 0.0
+    efficiency = rate / ideal if ideal else 0.0
+    # CPU per episode does not depend on how busy the machine is, so it predicts a quiet machine:
+    # the runtime (parent + shards), the world engine (verifier and world processes), the model server.
+    shard_cpu = sum(s.get("cpu_s", 0.0) for s in shards)
+    per = max(len(calls), 1)
+    cpu_ep = {"runtime": (cpu["self"] + shard_cpu) / per, "world": (cpu["children"] - shard_cpu) / per,
+              "model_server": cpu["server"] / per}
+    cores = os.cpu_count() or 1
+    ceiling = cores / sum(cpu_ep.values()) if sum(cpu_ep.values()) else 0.0
+    target = TARGETS.get((n, latency))
+    outcomes = summary["arms"]["main"]["outcomes"] if summary.get("arms") else {}
+    result = {
+        "episodes_in_flight": n, "latency_s": latency, "shards": summary["shards"], "episodes": len(calls),
+        "repeats": repeats, "outcomes": outcomes, "mean_model_calls_per_episode": round(mean_calls, 3),
+        "wall_s": summary["wall_s"], "steady_window_s": [round(t0, 1), round(t1, 1)],
+        "episodes_per_s": round(rate, 3), "ideal_episodes_per_s": round(ideal, 3),
+        "efficiency": round(efficiency, 4), "model_calls_per_s": round(rate * mean_calls, 2),
+        "loop_lag_p99_ms": max(lags), "loop_lag_p99_ms_per_process": lags,
+        "rss_base_mib": round(base_rss + idle_children, 1), "rss_steady_mib": round(rss_steady, 1),
+        "rss_per_in_flight_episode_mib": round(rss_per, 3), "rss_drained_mib": round(rss_drained, 1),
+        "rss_per_in_flight_episode_mib_lower_bound": round(rss_per_low, 3),
+        "world_processes_rss_mib_median": round(statistics.median(s["other_rss"] for s in window), 1)
+        if window else 0.0,
+        "cpu_s_per_episode": {k: round(v, 4) for k, v in cpu_ep.items()},
+        "cpu_bound_ceiling_episodes_per_s": round(ceiling, 2),
+        "cpu_bound_ceiling_efficiency": round(min(ceiling, ideal) / ideal, 4) if ideal else 0.0,
+        "record_bytes_mean": round(statistics.fmean(sizes), 0) if sizes else 0,
+        "load_average": os.getloadavg(), "cpus": os.cpu_count(), "run_dir": str(out),
+    }
+    result["table"] = [
+        ["episodes/s (steady)", f"{rate:.2f} of ideal {ideal:.2f}", ""],
+        ["efficiency", f"{efficiency:.1%}", f">= {target:.0%}" if target else "-"],
+        ["loop lag p99", f"{max(lags):.0f} ms", f"< {LAG_TARGET_MS:.0f} ms"],
+        ["RSS per in-flight episode", f"{rss_per_low:.3f} to {rss_per:.3f} MiB", f"< {RSS_TARGET_MIB:g} MiB"],
+        ["CPU s/episode runtime|world|server", " | ".join(f"{v:.3f}" for v in cpu_ep.values()), ""],
+        ["CPU-bound ceiling (quiet machine)", f"{ceiling:.2f} episodes/s on {cores} cores", ""],
+        ["shards", str(summary["shards"]), ""],
+        ["load average", " ".join(f"{x:.1f}" for x in os.getloadavg()), "quiet machine"],
+    ]
+    return result

@@ -1,0 +1,32 @@
+"""awm-bench scale runs end to end and reports throughput against the ideal, lag, RSS and CPU."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+BENCH = [sys.executable, "-c", "from awm_runtime.cli import bench_main; raise SystemExit(bench_main())", "scale"]
+
+
+def bench(*args: str) -> dict[str, object]:
+    proc = subprocess.run([*BENCH, *args], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    assert "awm-bench scale" in proc.stderr  # the table
+    return json.loads(proc.stdout)  # type: ignore[no-any-return]
+
+
+def test_scheduler_stack_holds_n_in_flight_near_the_ideal() -> None:
+    r = bench("--stack", "scheduler", "--episodes", "40", "--latency", "0.2", "--waves", "4")
+    assert r["episodes"] == 180 and r["outcomes"] == {"complete": 180}  # 3 repeats of 60 tasks
+    assert r["mean_model_calls_per_episode"] == 5.0
+    assert 0.3 < r["efficiency"] <= 1.1  # type: ignore[operator]
+    assert r["rss_per_in_flight_episode_mib"] < 1  # type: ignore[operator]
+    assert set(r["cpu_s_per_episode"]) == {"runtime", "world", "model_server"}  # type: ignore[arg-type]
+
+
+def test_full_stack_against_the_loopback_server_in_another_process() -> None:
+    r = bench("--episodes", "4", "--latency", "0.05", "--waves", "2", "--scenarios", "shop*", "--shards", "1")
+    assert r["episodes"] == 10 and r["outcomes"] == {"complete": 10}
+    assert r["mean_model_calls_per_episode"] > 1 and r["ideal_episodes_per_s"] > 0  # type: ignore[operator]
+    assert r["loop_lag_p99_ms_per_process"] and r["cpus"]

@@ -1,0 +1,85 @@
+"""Event logs: per-episode context (STYLE #10), whole-line appends from many processes, redaction."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+from awm_runtime import ArmConfig, RunConfig
+from awm_runtime.logs import EventStream, configure_logging
+from awm_runtime.scheduler import prepare, run
+
+
+async def test_two_concurrent_episodes_each_log_only_their_own_ids(tiny_dir: Path, tmp_path: Path) -> None:
+    config = RunConfig(worlds=str(tiny_dir), policy="sim/oracle", expert="none", tasks="0,1", concurrency=4,
+                       arms=(ArmConfig(name="left"), ArmConfig(name="right")), out=tmp_path / "run", shards=1)
+    result = await run(config, prepared=await prepare(config))
+    records = {r["episode_id"]: r for r in map(json.loads, (result.out / "episodes.jsonl").read_text().splitlines())}
+    assert len(records) == 4
+    seen: dict[str, set[tuple[Any, ...]]] = defaultdict(set)
+    names: dict[str, set[str]] = defaultdict(set)
+    for line in (result.out / "events.jsonl").read_text().splitlines():
+        event = json.loads(line)
+        if "episode_id" in event and event["event"] != "episode_ended":
+            seen[event["episode_id"]].add((event["arm"], event["scenario"], event["task_idx"], event["run_id"]))
+            names[event["episode_id"]].add(event["event"])
+    assert set(seen) == set(records)
+    for episode_id, contexts in seen.items():
+        r = records[episode_id]
+        assert contexts == {(r["arm"], r["scenario"], r["task_idx"], result.run_id)}
+        assert {"episode_started", "turn_ended", "model_called", "tool_called"} <= names[episode_id]
+
+
+APPENDER = """
+import json, sys
+from awm_runtime.logs import EventStream
+stream = EventStream(sys.argv[1], flush_bytes=4096)
+for i in range(3000):
+    stream.msg(json.dumps({"writer": int(sys.argv[2]), "i": i, "pad": "x" * (i % 300)}))
+stream.close()
+"""
+
+
+def test_processes_sharing_events_jsonl_never_tear_each_others_lines(tmp_path: Path) -> None:
+    path = tmp_path / "events.jsonl"
+    procs = [subprocess.Popen([sys.executable, "-c", APPENDER, str(path), str(w)]) for w in range(4)]
+    for p in procs:
+        assert p.wait(120) == 0
+    events = [json.loads(line) for line in path.read_text().splitlines()]
+    assert len(events) == 12_000
+    for w in range(4):
+        assert [e["i"] for e in events if e["writer"] == w] == list(range(3000))
+
+
+def test_event_stream_buffers_flushes_and_drops_after_close(tmp_path: Path) -> None:
+    echo = io.StringIO()
+    stream = EventStream(tmp_path / "e.jsonl", also=echo)
+    stream.msg('{"a":1}')
+    assert (tmp_path / "e.jsonl").read_text() == ""  # buffered
+    stream.flush()
+    assert (tmp_path / "e.jsonl").read_text() == '{"a":1}\n' == echo.getvalue()
+    stream.close()
+    stream.msg('{"late":true}')  # after the run: dropped, never raising in some later caller
+    assert (tmp_path / "e.jsonl").read_text() == '{"a":1}\n'
+
+
+def test_events_are_json_with_context_and_no_secrets(tmp_path: Path) -> None:
+    stream = EventStream(tmp_path / "e.jsonl")
+    saved = structlog.get_config()
+    configure_logging(stream, secrets=["sk-live-abcdef123456"])
+    try:
+        with structlog.contextvars.bound_contextvars(episode_id="e1", arm="a"):
+            structlog.get_logger().info("model_retry", error="401 for key sk-live-abcdef123456", wait_s=1.5)
+    finally:
+        structlog.configure(**saved)
+        stream.close()
+    event = json.loads((tmp_path / "e.jsonl").read_text())
+    assert event["event"] == "model_retry" and event["episode_id"] == "e1" and event["arm"] == "a"
+    assert "sk-live" not in json.dumps(event) and event["wait_s"] == 1.5 and "timestamp" in event

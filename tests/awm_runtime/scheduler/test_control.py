@@ -1,0 +1,108 @@
+"""Run control: the must-finish helper, stop requests and signals, and the loop-lag probe."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+
+import pytest
+
+from awm_runtime.scheduler import LoopLag, RunControl, must_finish
+
+
+async def test_must_finish_completes_the_work_then_reraises_the_cancellation() -> None:
+    finished: list[str] = []
+
+    async def cleanup() -> str:
+        await asyncio.sleep(0.2)
+        finished.append("flushed")
+        return "ok"
+
+    async def caller() -> str:
+        return await must_finish(cleanup())
+
+    task = asyncio.create_task(caller())
+    await asyncio.sleep(0.05)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert finished == ["flushed"]  # the cancelled caller waited for the cleanup to end
+    assert await must_finish(cleanup()) == "ok"
+
+
+async def test_must_finish_survives_repeated_cancellation() -> None:
+    finished: list[int] = []
+
+    async def cleanup() -> None:
+        await asyncio.sleep(0.2)
+        finished.append(1)
+
+    task = asyncio.create_task(must_finish(cleanup()))
+    for _ in range(3):
+        await asyncio.sleep(0.03)
+        task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert finished == [1]
+
+
+async def test_first_stop_is_graceful_second_is_hard() -> None:
+    control = RunControl(grace_s=60)
+    assert not control.stop_requested
+    control.stop("SIGTERM")
+    assert control.stop_requested and not control.hard.is_set() and control.reason == "SIGTERM"
+    control.stop("SIGINT")
+    assert control.hard.is_set() and control.reason == "SIGTERM"
+
+
+async def test_grace_ends_after_grace_seconds_or_at_a_hard_stop() -> None:
+    control = RunControl(grace_s=0.1)
+    control.stop()
+    async with asyncio.timeout(2):
+        await control.wait_grace_over()
+    control = RunControl(grace_s=600)
+    waiter = asyncio.create_task(control.wait_grace_over())
+    control.stop()
+    await asyncio.sleep(0.05)
+    assert not waiter.done()
+    control.stop()
+    async with asyncio.timeout(2):
+        await waiter
+
+
+async def test_signals_request_a_stop() -> None:
+    control = RunControl()
+    seen: list[tuple[str, bool]] = []
+    remove = control.install_signal_handlers(lambda name, hard: seen.append((name, hard)))
+    try:
+        os.kill(os.getpid(), signal.SIGTERM)
+        async with asyncio.timeout(2):
+            await control.stopping.wait()
+        os.kill(os.getpid(), signal.SIGINT)
+        async with asyncio.timeout(2):
+            await control.hard.wait()
+    finally:
+        remove()
+    assert seen == [("SIGTERM", False), ("SIGINT", True)]
+
+
+def test_loop_lag_percentiles_use_fixed_memory() -> None:
+    lag = LoopLag()
+    for ms in [0.2] * 98 + [30.0, 700.0]:
+        lag.add(ms)
+    assert lag.percentile(0.5) == 1.0 and lag.percentile(0.99) == 31.0 and lag.percentile(1.0) == 701.0
+    lag.add(99_999.0)  # beyond the last bucket: counted there, not dropped
+    assert lag.samples == 101 and lag.max_ms == 99_999.0 and len(lag.counts) == LoopLag.BUCKETS
+
+
+async def test_loop_lag_sees_a_blocked_loop() -> None:
+    import time
+
+    lag = LoopLag(interval_s=0.01)
+    probe = asyncio.create_task(lag.run())
+    await asyncio.sleep(0.05)
+    time.sleep(0.2)  # noqa: ASYNC251 - block the loop on purpose
+    await asyncio.sleep(0.05)
+    probe.cancel()
+    assert lag.max_ms >= 150

@@ -1,0 +1,142 @@
+"""The episode pool: isolation, stop with grace, cancellation mid-episode, group finalisers."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from awm_runtime._types import EpisodeRecord
+from awm_runtime.scheduler import PreparedRun, RunControl, RunProgress, Unit, run
+from tests.awm_runtime.scheduler.conftest import MemoryWorld, StepPolicy, prepared
+
+
+def lines(out: Path) -> list[dict[str, Any]]:
+    raw = (out / "episodes.jsonl").read_bytes()
+    assert raw == b"" or raw.endswith(b"\n")
+    return [json.loads(x) for x in raw.splitlines()]
+
+
+def events(out: Path) -> list[dict[str, Any]]:
+    return [json.loads(x) for x in (out / "events.jsonl").read_text().splitlines()]
+
+
+async def test_eight_concurrent_episodes_one_raises_gives_eight_records_one_error(tmp_path: Path) -> None:
+    world = MemoryWorld(8)
+    policy = StepPolicy(steps=2, delay_s=0.05, raise_on={5})
+    prep = prepared(tmp_path / "run", world, policy, concurrency=8)
+    result = await run(prep.config, prepared=prep)
+    recs = lines(result.out)
+    assert len(recs) == 8 and len({r["task_idx"] for r in recs}) == 8
+    errors = [r for r in recs if r["outcome"] == "error"]
+    assert len(errors) == 1 and errors[0]["error"]["class"] == "Unexpected.RuntimeError"
+    assert all(r["outcome"] == "complete" for r in recs if r is not errors[0])
+    assert world.opened == world.closed == 8
+    assert result.summary["recorded"] == 8 and result.summary["not_run"] == 0
+
+
+async def test_world_that_fails_to_open_or_close_costs_one_record_each(tmp_path: Path) -> None:
+    world = MemoryWorld(8, fail_open={2}, fail_close={5})
+    prep = prepared(tmp_path / "run", world, StepPolicy(), concurrency=8)
+    result = await run(prep.config, prepared=prep)
+    recs = {r["task_idx"]: r for r in lines(result.out)}
+    assert len(recs) == 8
+    assert recs[2]["outcome"] == "error" and recs[2]["verdict"] == "not_run"
+    assert recs[5]["outcome"] == "complete"  # its record survives a failing close
+    names = [e["event"] for e in events(result.out)]
+    assert "world_open_failed" in names and "session_close_failed" in names
+
+
+async def _started(progress_world: MemoryWorld, n: int) -> None:
+    async with asyncio.timeout(20):
+        while progress_world.opened < n:  # noqa: ASYNC110 - polling a plug-in counter
+            await asyncio.sleep(0.01)
+
+
+async def test_cancelling_a_run_mid_episode_records_nothing_partial_and_resumes(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    world = MemoryWorld(8)
+    prep = prepared(out, world, StepPolicy(steps=3, delay_s=0.5), concurrency=4)
+    task = asyncio.create_task(run(prep.config, prepared=prep))
+    await _started(world, 4)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert world.opened == world.closed  # every session closed, through the cancellation
+    assert lines(out) == []  # nothing finished, nothing (partial) recorded
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["cancelled"] == 4 and summary["not_run"] == 8
+    names = [e["event"] for e in events(out)]
+    assert names.count("episode_cancelled") == 4 and names[-1] == "run_finished"
+
+    world2 = MemoryWorld(8)
+    prep2 = prepared(out, world2, StepPolicy(), concurrency=4, resume=True)
+    result = await run(prep2.config, prepared=prep2)
+    assert sorted(r["task_idx"] for r in lines(out)) == list(range(8))
+    assert result.summary["not_run"] == 0
+
+
+async def stopped(tmp_path: Path, n: int, policy: StepPolicy, concurrency: int, grace_s: float,
+                  stops: int = 1) -> tuple[Any, MemoryWorld, RunProgress]:
+    """Start a run, stop it (`stops` times) once `concurrency` episodes are in flight, and finish it."""
+    world = MemoryWorld(n)
+    prep = prepared(tmp_path / "run", world, policy, concurrency=concurrency)
+    control, progress = RunControl(grace_s=grace_s), RunProgress()
+    task = asyncio.create_task(run(prep.config, prepared=prep, control=control, progress=progress))
+    await _started(world, concurrency)
+    for _ in range(stops):
+        control.stop("SIGINT")
+    async with asyncio.timeout(60):
+        return await task, world, progress
+
+
+async def test_stop_lets_in_flight_episodes_finish_within_grace_and_starts_no_more(tmp_path: Path) -> None:
+    result, world, _ = await stopped(tmp_path, 8, StepPolicy(steps=1, delay_s=0.3), concurrency=3, grace_s=30)
+    assert result.interrupted and result.summary["stop_reason"] == "SIGINT"
+    assert result.ran == 3 and result.not_run == 5 and result.summary["cancelled"] == 0
+    assert world.opened == 3
+
+
+async def test_grace_over_cancels_in_flight_episodes_unrecorded(tmp_path: Path) -> None:
+    result, world, progress = await stopped(tmp_path, 8, StepPolicy(steps=50, delay_s=0.2), concurrency=3,
+                                            grace_s=0.3)
+    assert result.ran == 0 and result.summary["cancelled"] == 3 and result.not_run == 8
+    assert world.opened == world.closed == 3
+    assert progress.cancelled == 3
+
+
+async def test_second_stop_cancels_at_once(tmp_path: Path) -> None:
+    result, _, _ = await stopped(tmp_path, 4, StepPolicy(steps=50, delay_s=0.2), concurrency=2, grace_s=600,
+                                 stops=2)
+    assert result.summary["cancelled"] == 2
+
+
+async def test_group_units_are_finalised_before_append_and_a_failing_finaliser_fails_its_group(
+        tmp_path: Path) -> None:
+    world = MemoryWorld(4)
+    prep = prepared(tmp_path / "run", world, StepPolicy(), concurrency=4)
+
+    def advantages(records: list[EpisodeRecord]) -> list[EpisodeRecord]:
+        for r in records:
+            r.reward_components["advantage"] = 0.5
+        return records
+
+    def broken(records: list[EpisodeRecord]) -> list[EpisodeRecord]:
+        raise ValueError("bad group")
+
+    class Grouped(PreparedRun):
+        def units(self) -> Iterator[Unit]:
+            specs = list(self.specs())
+            return iter([Unit(specs[:2], advantages), Unit(specs[2:], broken)])
+
+    grouped = Grouped(prep.config, prep.world, prep.tasks, prep.harnesses, prep.ctx)
+    result = await run(grouped.config, prepared=grouped)
+    recs = {r["task_idx"]: r for r in lines(result.out)}
+    assert len(recs) == 4
+    assert recs[0]["reward_components"]["advantage"] == 0.5 and recs[1]["outcome"] == "complete"
+    assert recs[2]["outcome"] == recs[3]["outcome"] == "error"
+    assert recs[2]["error"]["class"] == "FinalizeError.ValueError"
