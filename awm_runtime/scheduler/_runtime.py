@@ -78,8 +78,9 @@ class Unit:
     """Episodes that finish together: one episode, or a GRPO group whose records are finalised
     (e.g. advantages written) before any of them is appended to episodes.jsonl.
 
-    `play` decides how the unit's episodes run (default: all at once); a group uses it to re-run
-    a member that failed for infrastructure reasons. Each `run_one(spec)` opens a fresh world.
+    `play` decides how the unit's episodes run (default: all at once, see scheduler/_pool.py); a group
+    uses it to re-run a member that failed for infrastructure reasons. Each run of a spec opens a
+    fresh world.
     """
 
     specs: list[EpisodeSpec]
@@ -89,13 +90,6 @@ class Unit:
     @property
     def keys(self) -> list[tuple[str, str, int, int]]:
         return [s.key for s in self.specs]
-
-    async def run(self, run_one: EpisodeRunner) -> list[EpisodeRecord]:
-        if self.play is not None:
-            records = await self.play(self.specs, run_one)
-        else:
-            records = list(await asyncio.gather(*(run_one(s) for s in self.specs)))
-        return self.finalize(records) if self.finalize is not None else records
 
 
 class Planner(Protocol):

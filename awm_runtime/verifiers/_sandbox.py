@@ -99,6 +99,9 @@ class Sandbox:
         except RuntimeError as exc:
             return SandboxResult(None, str(exc), 0.0)
         job_id = next(self._ids)
+        # The server starts each job's clock when its child starts; jobs queued ahead of this one may each
+        # take up to `timeout_s` per round of `max_parallel`. Waiting less would blame a verifier for a queue.
+        rounds = len(self._pending) // self.max_parallel + 1
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self._pending[job_id] = future
         job = {"id": job_id, "code": code, "function": function, "kwargs": kwargs, "timeout_s": timeout_s,
@@ -109,7 +112,7 @@ class Sandbox:
             async with self._write_lock:
                 proc.stdin.write(encode(job))
                 await proc.stdin.drain()
-            reply = await asyncio.wait_for(asyncio.shield(future), timeout_s + GRACE_S)
+            reply = await asyncio.wait_for(asyncio.shield(future), rounds * timeout_s + GRACE_S)
         except (ConnectionError, TimeoutError) as exc:
             self._pending.pop(job_id, None)
             return SandboxResult(None, f"the verifier server failed ({type(exc).__name__})",

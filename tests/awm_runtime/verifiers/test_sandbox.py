@@ -183,3 +183,27 @@ def test_confine_forbids_processes_and_file_writes(tmp_path: Path) -> None:
     assert os.waitstatus_to_exitcode(status) == 0
     assert not target.exists() or target.stat().st_size == 0
     target.unlink(missing_ok=True)
+
+
+async def test_time_spent_queued_is_not_charged_to_a_verifier(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One child slot, four jobs of 0.45 s, a 1 s timeout: the last waits ~1.35 s in the queue and still
+    gets its verdict (the server times each job from its own start)."""
+    from awm_runtime.verifiers import _sandbox
+
+    monkeypatch.setattr(_sandbox, "GRACE_S", 0.2)
+    code = ("def verify_task_completion(final_answer=''):\n"
+            "    import time\n"
+            "    time.sleep(0.45)\n"
+            "    return {'result': 'others'}\n")
+    box = Sandbox(max_parallel=1, memory_mb=256)
+    try:
+        started = asyncio.get_running_loop().time()
+        one = await box.run(code, "verify_task_completion", {}, timeout_s=1.0)
+        single = asyncio.get_running_loop().time() - started
+        assert one.error is None and single < 1.0
+        results = await asyncio.gather(*(box.run(code, "verify_task_completion", {}, timeout_s=1.0)
+                                         for _ in range(4)))
+    finally:
+        await box.aclose()
+    assert [r.error for r in results] == [None] * 4
+    assert all(r.value["result"] == "others" for r in results)
