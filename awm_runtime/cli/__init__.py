@@ -21,10 +21,16 @@ def bench_main() -> int:
     return main()
 
 
+def report_main() -> int:
+    from awm_runtime.cli._report import main
+
+    return main()
+
+
 def export_main() -> int:
     from awm_runtime.cli._export import main
 
     return main()
 
 
-__all__ = ["bench_main", "export_main", "run_main", "worlds_main"]
+__all__ = ["bench_main", "export_main", "report_main", "run_main", "worlds_main"]

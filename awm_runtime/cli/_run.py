@@ -142,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
         from rich.console import Console
 
         from awm_runtime.cli._live import LiveView
-        from awm_runtime.report import summary_table
+        from awm_runtime.report import paired_table, summary_table
         from awm_runtime.scheduler import RunControl, RunProgress, prepare, run
 
         config = _config(args)
@@ -179,6 +179,9 @@ def main(argv: list[str] | None = None) -> int:
             print(json.dumps(result.summary, indent=2))
         else:
             Console().print(summary_table(result.summary))
+            paired = paired_table(result.summary)
+            if paired is not None:
+                Console().print(paired)
             for step in result.summary.get("groups", {}).get("steps", []):  # the GRPO curriculum, step by step
                 print(f"groups step {step['step']} ({step['arm']}): {step['phase'] or 'fixed'} "
                       f"{step['expert_members']}:{step['solo_members']} expert:solo, "

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from awm_runtime._types import EpisodeRecord
+from awm_runtime.report._paired import PairedStats
 
 
 @dataclass(slots=True)
@@ -82,23 +83,31 @@ class RunStats:
 
     def __init__(self) -> None:
         self.arms: dict[str, ArmStats] = {}
+        self.paired = PairedStats()
 
     def add(self, record: EpisodeRecord | dict[str, Any]) -> None:
         r = record if isinstance(record, dict) else summary_fields(record)
         self.arms.setdefault(r["arm"], ArmStats(r["arm"])).add(r)
+        self.paired.add(r["arm"], r["scenario"], int(r["task_idx"]), int(r["repeat"]), r["outcome"],
+                        float(r.get("reward", 0.0)))
 
     @property
     def episodes(self) -> int:
         return sum(a.episodes for a in self.arms.values())
 
     def to_dict(self) -> dict[str, Any]:
-        return {"episodes": self.episodes, "arms": {name: a.to_dict() for name, a in self.arms.items()}}
+        out: dict[str, Any] = {"episodes": self.episodes,
+                               "arms": {name: a.to_dict() for name, a in self.arms.items()}}
+        if len(self.arms) > 1:
+            out["paired"] = self.paired.to_list()
+        return out
 
 
 def summary_fields(record: EpisodeRecord) -> dict[str, Any]:
     """The record's fields a summary needs, without dumping its messages."""
     return {
-        "arm": record.arm, "policy": record.policy.model_dump(), "expert": record.expert.model_dump()
+        "arm": record.arm, "scenario": record.scenario, "task_idx": record.task_idx, "repeat": record.repeat,
+        "policy": record.policy.model_dump(), "expert": record.expert.model_dump()
         if record.expert else None, "outcome": record.outcome, "verdict": record.verdict,
         "format_errors": record.format_errors, "ask_style": record.ask_style, "expert_calls": record.expert_calls,
         "nudges": record.nudges, "nudge_log": [n.model_dump() for n in record.nudge_log], "turns": record.turns,

@@ -38,3 +38,25 @@ def summary_table(summary: dict[str, Any]) -> Table:
     for label, cell in ROWS:
         table.add_row(label, *(cell(a) for a in arms))
     return table
+
+
+def paired_table(summary: dict[str, Any]) -> Table | None:
+    """Arm against arm on the same tasks, repeats and seeds (b minus a), or None with one arm."""
+    comparisons = summary.get("paired") or []
+    if not comparisons:
+        return None
+    table = Table(title="paired comparison (same task, repeat and seed; b - a)", title_justify="left")
+    for col in ("a → b", "pairs", "only a / only b", "completion Δ [95% CI]", "McNemar p", "reward Δ [95% CI]"):
+        table.add_column(col, justify="left" if col == "a → b" else "right")
+
+    def ci(value: Any, bounds: Any) -> str:
+        if value is None:
+            return "–"
+        return f"{value:+.3f}" + (f" [{bounds[0]:+.3f}, {bounds[1]:+.3f}]" if bounds else "")
+
+    for c in comparisons:
+        table.add_row(f"{c['a']} → {c['b']}", str(c["pairs"]), f"{c['only_a_complete']} / {c['only_b_complete']}",
+                      ci(c["completion_diff"], c["completion_diff_ci95"]),
+                      "<1e-6" if c["mcnemar_p"] < 1e-6 else f"{c['mcnemar_p']:.3g}",
+                      ci(c["reward_diff"], c["reward_diff_ci95"]))
+    return table

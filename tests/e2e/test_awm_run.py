@@ -132,3 +132,19 @@ def test_novice_solo_completes_clearly_less_than_with_the_expert(default_run: An
         return sum(r["outcome"] == "complete" for r in recs) / len(recs)
 
     assert rate(records(with_expert)) - rate(solo) >= 0.2, (rate(records(with_expert)), rate(solo))
+
+
+def test_two_arms_are_compared_pair_by_pair(tmp_path: Path) -> None:
+    out = tmp_path / "ab"
+    proc = awm_run("--arm", "solo:expert=none", "--arm", "asked:expert=sim/oracle", "--scenarios", "shop*,code*",
+                   "--repeats", "2", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert "paired comparison" in proc.stdout
+    (c,) = json.loads((out / "summary.json").read_text())["paired"]
+    assert (c["a"], c["b"], c["pairs"], c["tasks"]) == ("solo", "asked", 40, 20)
+    assert c["completion_diff"] > 0 and c["mcnemar_p"] < 0.05  # the expert helps the simulated novice
+    report = subprocess.run([sys.executable, "-c", "from awm_runtime.cli import report_main; "
+                             "raise SystemExit(report_main())", str(out), "--json"],
+                            capture_output=True, text=True, timeout=120)
+    assert report.returncode == 0, report.stderr
+    assert json.loads(report.stdout)["paired"] == json.loads((out / "summary.json").read_text())["paired"]
