@@ -11,8 +11,9 @@ from awm_runtime.models import EndpointStats
 from awm_runtime.scheduler import RunProgress
 
 
-def record(outcome: str, **extra: object) -> dict[str, object]:
-    return {"arm": "main", "policy": {"alias": "p"}, "outcome": outcome, "verdict": outcome,
+def record(outcome: str, task_idx: int = 0, **extra: object) -> dict[str, object]:
+    return {"arm": "main", "scenario": "s", "task_idx": task_idx, "repeat": 0,
+            "policy": {"alias": "p"}, "outcome": outcome, "verdict": outcome,
             "format_errors": {"invalid_json": 1}, "expert_calls": 2,
             "usage": {"policy": {"prompt_tokens": 1500, "completion_tokens": 500, "cost_usd": 0.25}}, **extra}
 
@@ -20,8 +21,8 @@ def record(outcome: str, **extra: object) -> dict[str, object]:
 def test_live_view_shows_progress_results_tokens_cost_and_endpoints() -> None:
     endpoints = [EndpointStats("http://gpu-box:8000/v1", ("policy",), 64, 61, 3, 1200, 4)]
     progress = RunProgress(planned=10, already_done=2, in_flight=5, endpoints=lambda: endpoints)
-    for outcome in ("complete", "complete", "incomplete", "error"):
-        progress.stats.add(record(outcome))
+    for i, outcome in enumerate(("complete", "complete", "incomplete", "error")):
+        progress.stats.add(record(outcome, task_idx=i))
     progress.recorded = 4
     console = Console(file=io.StringIO(), width=140, force_terminal=False)
     view = LiveView(console, progress)
