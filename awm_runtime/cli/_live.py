@@ -85,3 +85,5 @@ class LiveView:
 
     def stop(self) -> None:
         self._live.stop()
+        if not self.console.is_terminal:  # off a terminal, rich leaves the last frame without its newline
+            self.console.line()

@@ -37,3 +37,11 @@ def test_live_view_shows_progress_results_tokens_cost_and_endpoints() -> None:
 def test_stats_line_before_any_episode_and_with_shards() -> None:
     progress = RunProgress(planned=5, shards=2, endpoints=lambda: [])
     assert stats_line(progress).startswith("complete - ·") and "2 shards" in stats_line(progress)
+
+
+def test_last_frame_ends_its_line_off_a_terminal() -> None:
+    console = Console(file=io.StringIO(), width=100, force_terminal=False)
+    view = LiveView(console, RunProgress(planned=1, endpoints=lambda: []))
+    view.start()
+    view.stop()
+    assert console.file.getvalue().endswith("\n")  # type: ignore[attr-defined]
