@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import json
 import os
 import selectors
@@ -194,6 +195,10 @@ def main() -> None:
     import _strptime  # noqa: F401  datetime.strptime imports it lazily; the child may not be able to
 
     server = Server(in_fd, out_fd, max_children=args.max_children, parent=args.parent)
+    # Without this a child's first full collection walks every inherited object, copying each page
+    # it touches: ~25 ms of a verification's ~30 ms. Frozen objects are outside the collector's reach.
+    gc.collect()
+    gc.freeze()
     write_all(out_fd, encode({"ok": True, "ready": True, "pid": os.getpid()}))
     try:
         server.serve()
