@@ -10,13 +10,13 @@ definition time, and fastapi itself is imported only when a desk starts.
 
 import asyncio
 import secrets
-import socket
 import threading
 import time
 from importlib.resources import files
 from string import Template
 from typing import Any
 
+from awm_runtime._sockets import bound_tcp_socket
 from experts._human import HumanQueue
 
 HOST = "127.0.0.1"
@@ -97,9 +97,7 @@ class WebDesk:
     def start(self) -> "WebDesk":
         import uvicorn
 
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((HOST, self._port))
+        sock = bound_tcp_socket(HOST, self._port)
         self._port = sock.getsockname()[1]
         self._server = uvicorn.Server(uvicorn.Config(self.app(), log_level="warning", access_log=False,
                                                      lifespan="off", timeout_graceful_shutdown=2))

@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import json
 import random
-import socket
 import threading
 import time
 import uuid
@@ -22,6 +21,8 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
+
+from awm_runtime._sockets import bound_tcp_socket
 
 Responder = Callable[[dict[str, Any]], "Reply"]
 
@@ -133,9 +134,7 @@ class FakeOpenAI:
     def start(self) -> FakeOpenAI:
         import uvicorn
 
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(("127.0.0.1", self._port))
+        sock = bound_tcp_socket("127.0.0.1", self._port)
         self._port = sock.getsockname()[1]
         config = uvicorn.Config(self.app(), log_level="warning", access_log=False, lifespan="off",
                                 timeout_keep_alive=30, backlog=4096, timeout_graceful_shutdown=2)
