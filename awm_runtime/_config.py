@@ -90,7 +90,7 @@ class RunConfig(BaseModel):
     judge_model: str | None = None
     judge_key_env: str | None = None
     preflight: Literal["full", "quick", "off"] = "full"
-    model_procs: int | None = Field(default=None, ge=0)  # None: auto (none on machines with <= 2 cores)
+    model_procs: int | None = Field(default=None, ge=0)  # None: auto (half the cores, 2 to 4)
     # Scheduler (issue 8): worker processes for one run, and the grace period of a stop request.
     shards: int | Literal["auto"] = "auto"
     grace_s: float = Field(default=30.0, ge=0)

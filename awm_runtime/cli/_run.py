@@ -90,8 +90,8 @@ def parser() -> argparse.ArgumentParser:
       help="before the run: full = keys, endpoints, models and one tiny completion per alias (default); "
            "quick = no completion; off = no checks")
     a("--model-procs", type=int, metavar="N",
-      help="run litellm calls in N shard processes (0 = in this process; default: 0 on <= 2 cores, else "
-           "half the cores up to 4). Self-hosted OpenAI-compatible endpoints skip litellm and need none")
+      help="run litellm calls in N shard processes (0 = in this process; default: half the cores, "
+           "at least 2 and at most 4). Self-hosted OpenAI-compatible endpoints skip litellm and need none")
     a("--quiet", action="store_true", help="no progress bar; print only the summary")
     a("--json", action="store_true", help="print the summary as JSON on stdout (implies --quiet)")
     # Scheduler and logs (issue 8).

@@ -84,3 +84,11 @@ async def test_no_shards_when_nothing_calls_through_litellm() -> None:
     configs = [ModelConfig(model="sim/novice"), ModelConfig(model="hosted_vllm/q", api_base="http://gpu:8000/v1")]
     assert await start_shards(2, configs) == 0 and shard_pids() == []
     assert await start_shards(1, [*configs, ModelConfig(model="openai/gpt-4.1-mini")]) == 1
+
+
+def test_auto_procs_starts_two_shards_even_on_two_cores(monkeypatch: pytest.MonkeyPatch) -> None:
+    from awm_runtime.models._shards import auto_procs
+
+    for cpus, expected in ((1, 0), (2, 2), (4, 2), (8, 4), (64, 4)):
+        monkeypatch.setattr("os.cpu_count", lambda cpus=cpus: cpus)
+        assert auto_procs() == expected
