@@ -96,7 +96,8 @@ def parser() -> argparse.ArgumentParser:
     a("--json", action="store_true", help="print the summary as JSON on stdout (implies --quiet)")
     # Scheduler and logs (issue 8).
     a("--shards", type=_shards, metavar="N|auto",
-      help="worker processes for this run; auto adds one per few hundred episodes in flight (default auto)")
+      help="worker processes for this run; auto adds one per 512 episodes in flight, up to one less than "
+           "the cores (default auto)")
     a("--grace", type=float, metavar="S", dest="grace_s",
       help="on Ctrl-C/SIGTERM, seconds in-flight episodes get to finish before they are cancelled (default 30)")
     a("--log-stdout", action="store_true", help="also stream the events.jsonl lines to stdout")

@@ -33,10 +33,11 @@ if TYPE_CHECKING:
 
 log = structlog.get_logger("awm_runtime.scheduler")
 
-# Measured (docs/runs.md): the full stack costs one loop about 0.06 CPU-s per episode (about 10 ms
-# per model call, mostly litellm and the OpenAI SDK), so a loop saturates near 100 calls/s: about
-# 200 episodes in flight at 2 s latency. The scheduler's own share is about 1.2 ms per episode.
-EPISODES_PER_SHARD = 128
+# Measured (docs/runs.md, awm-bench scale): the full stack costs one loop about 0.01 CPU-s per
+# episode (about 2 ms per model call on the direct transport), so a loop saturates near 500 calls/s.
+# 1,000 episodes at 5 s (200 calls/s) ran at 85% of ideal with a loop lag p99 of 20 ms; 512 per
+# shard keeps a loop under half a core at 2 s latency.
+EPISODES_PER_SHARD = 512
 READY_TIMEOUT_S = 300.0
 LINE_LIMIT = 1 << 28  # a record line can be large (long transcripts); this is a cap, not a buffer
 
