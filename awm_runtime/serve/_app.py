@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
+from typing import Any
 
 import structlog
 from starlette.applications import Starlette
@@ -48,9 +49,9 @@ class Listen:
     max_lifetime_s: float | None = None
 
 
-async def serve(app: Starlette, listen: Listen,
-                on_ready: Callable[[str], Awaitable[None] | None] | None = None) -> None:
-    """Run `app` until SIGINT/SIGTERM (or `max_lifetime_s`); `on_ready` gets the base URL once it listens."""
+async def serve(app: Starlette, listen: Listen, on_ready: Callable[[str], Awaitable[None] | None] | None = None,
+                *, stop: asyncio.Event | None = None) -> None:
+    """Run `app` until SIGINT/SIGTERM, `stop` or `max_lifetime_s`; `on_ready` gets the base URL once it listens."""
     import uvicorn
 
     from awm_runtime._sockets import bound_tcp_socket
@@ -73,11 +74,15 @@ async def serve(app: Starlette, listen: Listen,
             maybe = on_ready(f"http://{host}:{port}")
             if maybe is not None:
                 await maybe
-        if listen.max_lifetime_s is not None:
-            done, _ = await asyncio.wait({task}, timeout=listen.max_lifetime_s)
-            if not done:
-                log.info("max_lifetime_reached", seconds=listen.max_lifetime_s)
-                server.should_exit = True
+        waits: set[asyncio.Future[Any]] = {task}
+        if stop is not None:
+            waits.add(asyncio.ensure_future(stop.wait()))
+        done, pending = await asyncio.wait(waits, timeout=listen.max_lifetime_s, return_when=asyncio.FIRST_COMPLETED)
+        for waiter in pending - {task}:
+            waiter.cancel()
+        if task not in done:
+            log.info("server_stopping", reason="stop" if done else "max_lifetime", seconds=listen.max_lifetime_s)
+            server.should_exit = True
         await task
     finally:
         if not task.done():

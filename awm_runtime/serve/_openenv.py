@@ -37,6 +37,8 @@ from awm_runtime.serve._wire import (
 
 log = structlog.get_logger("awm_runtime.serve")
 IDLE_CLOSE_CODE = 1001  # "going away": the server ends a session that sent nothing for --idle-timeout
+TRY_AGAIN_LATER = 1013
+CAPACITY_LINGER_S = 5.0
 
 
 def _dumps(payload: dict[str, Any]) -> str:
@@ -84,9 +86,14 @@ async def serve_socket(hub: SessionHub, websocket: WebSocket) -> None:
     try:
         slot = hub.claim("ws")
     except CapacityReached as exc:
+        # The frame goes out at once, as OpenEnv sends it; the socket stays open until the client's first
+        # frame (or a few seconds), so a client that sends before reading gets it as that frame's reply
+        # instead of a closed socket. 1013: try again later.
         await websocket.send_text(_dumps(error_frame("CAPACITY_REACHED", str(exc), active_sessions=exc.active,
                                                      max_sessions=exc.limit)))
-        await websocket.close()
+        with contextlib.suppress(Exception):
+            await _receive(websocket, CAPACITY_LINGER_S)
+            await websocket.close(TRY_AGAIN_LATER)
         return
     episode = OpenEnvEpisode(hub, slot)
     close_code = 1000
