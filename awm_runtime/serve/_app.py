@@ -10,7 +10,7 @@ from typing import Any
 
 import structlog
 from starlette.applications import Starlette
-from starlette.routing import Mount
+from starlette.routing import Route
 
 from awm_runtime.serve._hub import SessionHub
 from awm_runtime.serve._openenv import routes
@@ -26,7 +26,7 @@ def create_app(hub: SessionHub, *, mcp: bool = False) -> Starlette:
         from awm_runtime.serve._mcp import McpRoute, http_manager
 
         manager = http_manager(hub)
-        app_routes.append(Mount("/mcp/{scenario}", app=McpRoute(hub, manager)))
+        app_routes.append(Route("/mcp/{scenario}", McpRoute(hub, manager), methods=["GET", "POST", "DELETE"]))
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
