@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Any
+from typing import Annotated, Any
 
 import httpx
 import pytest
@@ -13,7 +13,6 @@ from openenv.core.env_server.mcp_types import ListToolsAction as OeListTools
 from openenv.core.env_server.serialization import serialize_observation
 from openenv.core.env_server.types import EnvironmentMetadata, State, WSResetMessage, WSStepMessage
 from pydantic import Field, TypeAdapter, ValidationError
-from typing_extensions import Annotated
 from websockets.asyncio.client import connect
 
 from awm_runtime.serve import classify_tool_error
@@ -147,7 +146,8 @@ async def test_tool_errors_get_openenvs_reward_types(builtin_world: Any) -> None
         assert (bad.observation.reward_type, bad.reward) == ("invalid_args", -0.5)
         assert bad.observation.error.startswith("Input validation error: ")
         missing = await env.call("get_product", product_id=999999)  # generated code has no 404s: a 500
-        assert missing.observation.error == "Error calling get_product. Status code: 500. Response: Internal Server Error"
+        assert missing.observation.error == ("Error calling get_product. Status code: 500. "
+                                             "Response: Internal Server Error")
         assert (missing.observation.reward_type, missing.reward) == ("server_error", 0.0)
         ok = await env.call("get_product", product_id=1)
         assert (ok.observation.reward_type, ok.reward) == ("tool_call_ok", 0.0)

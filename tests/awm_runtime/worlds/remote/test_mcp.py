@@ -76,8 +76,7 @@ async def test_episodes_on_awm_serve_mcp_are_isolated_and_judged_only_with_a_jud
 
 
 def _judge_client(url: str) -> Any:
-    from awm_runtime.models import ModelClient
-    from awm_runtime.models import ModelConfig
+    from awm_runtime.models import ModelClient, ModelConfig
 
     os.environ["AWM_TEST_JUDGE_KEY"] = "judge-k"
     return ModelClient(ModelConfig(alias="loop-judge", model="openai/judge", api_base=url,
@@ -100,14 +99,13 @@ async def reference_stack(db: Path) -> AsyncIterator[str]:
     code = (BUILTIN_SOURCES / "homehub_smart_home" / "app.py").read_text()
     os.environ["DATABASE_PATH"] = f"sqlite:///{db}"
     module = sys.modules["awm_reference_homehub"] = types.ModuleType("awm_reference_homehub")
-    exec(compile(code, "<homehub>", "exec"), module.__dict__)  # noqa: S102 - our own built-in world
+    exec(compile(code, "<homehub>", "exec"), module.__dict__)
     app = module.app
     FastApiMCP(app).mount_http()
     sock = bound_tcp_socket("127.0.0.1", 0)
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
     task = asyncio.create_task(server.serve(sockets=[sock]))
-    while not server.started:
-        await asyncio.sleep(0.02)
+    assert await _until(lambda: server.started, 30)
     try:
         yield f"http://127.0.0.1:{sock.getsockname()[1]}/mcp"
     finally:
