@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+IDLE_RAMP = 250
 OPENENV = {"reset_p50_ms": 1700.0, "burst_lost": "all of 192", "per_session_mib": 68.0}  # OPENENV.md, BRIEF §1
 
 
@@ -84,19 +85,20 @@ async def _session(url: str, scenario: str, idx: int, call: tuple[str, dict[str,
                    hold: asyncio.Event | None = None, ready: asyncio.Queue[bool] | None = None) -> float:
     from websockets.asyncio.client import connect
 
-    async with connect(url, open_timeout=60, max_size=None, close_timeout=10) as ws:
+    # The server pings; a client of thousands of sockets in one process need not ping too.
+    async with connect(url, open_timeout=60, max_size=None, close_timeout=10, ping_interval=None) as ws:
         started = time.perf_counter()
         reset = await _request(ws, {"type": "reset", "data": {"scenario": scenario, "task_idx": idx}})
         reset_ms = (time.perf_counter() - started) * 1000
         if reset["data"]["observation"].get("reward_type") != "reset_ok":
             raise RuntimeError(f"reset: {reset['data']['observation']}")
-        listing = await _request(ws, {"type": "step", "data": {"type": "list_tools"}})
-        if not listing["data"]["observation"]["tools"]:
-            raise RuntimeError("no tools")
-        if hold is not None and ready is not None:
+        if hold is not None and ready is not None:  # an idle session: reset, then nothing
             ready.put_nowait(True)
             await hold.wait()
         else:
+            listing = await _request(ws, {"type": "step", "data": {"type": "list_tools"}})
+            if not listing["data"]["observation"]["tools"]:
+                raise RuntimeError("no tools")
             result = await _request(ws, {"type": "step", "data": {"type": "call_tool", "tool_name": call[0],
                                                                   "arguments": call[1]}})
             if result["data"]["observation"].get("reward_type") != "tool_call_ok":
@@ -149,24 +151,27 @@ async def _sequential(url: str, jobs: list[Any], n: int) -> list[float]:
 
 
 async def _idle(url: str, jobs: list[Any], n: int, pid: int, base_rss: int) -> dict[str, Any]:
-    """Hold `n` sessions after reset and list_tools, measure the server, then close them all."""
+    """Hold `n` sessions after their reset, measure the server, then close them all."""
     if n <= 0:
         return {}
     hold, ready = asyncio.Event(), asyncio.Queue[bool]()
     tasks = []
     for i in range(n):
         scenario, idx, call = jobs[i % len(jobs)]
-        tasks.append(asyncio.create_task(_session(url, scenario, idx, call, hold=hold, ready=ready)))
-    for task in tasks:
+        task = asyncio.create_task(_session(url, scenario, idx, call, hold=hold, ready=ready))
         task.add_done_callback(lambda t: ready.put_nowait(False))  # a session that ended before holding
-    for _ in range(n):
+        tasks.append(task)
+        if len(tasks) % IDLE_RAMP == 0:  # open them in waves: the client is one process on a shared machine
+            for _ in range(IDLE_RAMP):
+                await ready.get()
+    for _ in range(n % IDLE_RAMP):
         await ready.get()
     await asyncio.sleep(1.0)  # let the server settle (freed buffers, GC) before measuring
     rss, files = _rss_kib(pid), _episode_files(pid)
     hold.set()
     done = await asyncio.gather(*tasks, return_exceptions=True)
-    failed = sum(1 for d in done if not isinstance(d, float))
-    return {"sessions": n, "failed": failed, "server_rss_growth_kib": rss - base_rss,
+    errors = [f"{type(d).__name__}: {d}" for d in done if not isinstance(d, float)]
+    return {"sessions": n, "failed": len(errors), "errors": sorted(set(errors))[:5], "server_rss_growth_kib": rss - base_rss,
             "episode_files_kib": files // 1024,
             "per_session_kib": round(((rss - base_rss) + files / 1024) / max(1, n), 1)}
 
