@@ -171,8 +171,8 @@ async def _idle(url: str, jobs: list[Any], n: int, pid: int, base_rss: int) -> d
     hold.set()
     done = await asyncio.gather(*tasks, return_exceptions=True)
     errors = [f"{type(d).__name__}: {d}" for d in done if not isinstance(d, float)]
-    return {"sessions": n, "failed": len(errors), "errors": sorted(set(errors))[:5], "server_rss_growth_kib": rss - base_rss,
-            "episode_files_kib": files // 1024,
+    return {"sessions": n, "failed": len(errors), "errors": sorted(set(errors))[:5],
+            "server_rss_growth_kib": rss - base_rss, "episode_files_kib": files // 1024,
             "per_session_kib": round(((rss - base_rss) + files / 1024) / max(1, n), 1)}
 
 

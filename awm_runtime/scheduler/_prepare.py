@@ -8,6 +8,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+import structlog
+
 from awm_runtime._build import BuildContext, build_expert, build_nudges, build_policy, build_shaper
 from awm_runtime._config import RunConfig
 from awm_runtime._errors import ConfigError
@@ -19,6 +21,8 @@ from awm_runtime.models._transport import IN_PROCESS
 from awm_runtime.scheduler._plan import plan_episodes, select_tasks, split
 from awm_runtime.verifiers import Judge
 from awm_runtime.worlds import AwmWorld, RemoteWorld, RunWorld, load_split, load_worlds, trivial_tasks, world_options
+
+log = structlog.get_logger("awm_runtime.scheduler")
 
 
 @dataclass(slots=True)
@@ -96,6 +100,9 @@ async def _prepare(config: RunConfig, registry: Any, world: RunWorld, check: boo
                                                                 "expert_criteria": config.expert_criteria})
     if config.judge and _judged_here(config, world):
         world.judge = Judge(ctx.client(config.judge, "judge"), name=config.judge)
+    elif isinstance(world, RemoteWorld) and world.judged_here:
+        log.warning("no_verifier", world=world.name,
+                    note="an MCP world has no verifier: without --judge every verdict is no_verifier")
     harnesses: dict[str, Harness] = {}
     for arm in config.arm_list():
         c = config.for_arm(arm)

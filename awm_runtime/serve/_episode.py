@@ -110,7 +110,7 @@ class OpenEnvEpisode:
         spec = Task(scenario=sc.id, task_idx=task_idx if isinstance(task_idx, int) else -1, text=str(self.task or ""))
         try:
             self.session = await self.hub.world.open(spec, episode_id=uuid.uuid4().hex[:12])
-        except WorldError as exc:
+        except (WorldError, OSError) as exc:  # scenario code that will not load; a full tmpfs
             return observation(reward_type="reset_error", error=f"Sub-environment start failed: {exc}")
         self.episode_id, self.step_count = eid, 0
         self.slot.scenario = sc.id
