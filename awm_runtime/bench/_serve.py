@@ -125,12 +125,13 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         outcomes = await asyncio.gather(*(_session(url, *jobs[i % len(jobs)]) for i in range(args.sessions)),
                                         return_exceptions=True)
         burst_s = time.perf_counter() - started
+        server_side = (await asyncio.to_thread(_stats, url)).get("reset_ms", {})
         resets = [o for o in outcomes if isinstance(o, float)]
         failures = [f"{type(o).__name__}: {o}" for o in outcomes if not isinstance(o, float)]
         idle = await _idle(url, jobs, args.idle, proc.pid, base_rss)
     finally:
         await _stop(proc)
-    return _report(args, sequential, resets, failures, burst_s, idle)
+    return _report(args, sequential, resets, failures, burst_s, idle, server_side)
 
 
 async def _sequential(url: str, jobs: list[Any], n: int) -> list[float]:
@@ -176,8 +177,17 @@ async def _idle(url: str, jobs: list[Any], n: int, pid: int, base_rss: int) -> d
             "per_session_kib": round(((rss - base_rss) + files / 1024) / max(1, n), 1)}
 
 
+def _stats(ws_url: str) -> dict[str, Any]:
+    """The server's `/stats` (its own reset times among them)."""
+    import urllib.request
+
+    base = ws_url.replace("ws", "http", 1).removesuffix("/ws")
+    with urllib.request.urlopen(f"{base}/stats", timeout=30) as reply:
+        return dict(json.loads(reply.read()))
+
+
 def _report(args: argparse.Namespace, sequential: list[float], resets: list[float], failures: list[str],
-            burst_s: float, idle: dict[str, Any]) -> dict[str, Any]:
+            burst_s: float, idle: dict[str, Any], server_side: dict[str, Any]) -> dict[str, Any]:
     load = os.getloadavg()
     reset = {"p50": _pct(resets, 0.5), "p95": _pct(resets, 0.95), "max": round(max(resets, default=0.0), 1)}
     alone = {"p50": _pct(sequential, 0.5), "p95": _pct(sequential, 0.95), "n": len(sequential)}
@@ -187,6 +197,8 @@ def _report(args: argparse.Namespace, sequential: list[float], resets: list[floa
         [f"burst of {args.sessions} sessions (reset, list_tools, call, close)",
          f"{len(resets)} ok, {len(failures)} failed in {burst_s:.1f} s", "no failure"],
         ["reset over the socket p50 / p95 (in the burst)", f"{reset['p50']:.1f} / {reset['p95']:.1f} ms", ""],
+        ["  of which the server's own work p50 / p95", f"{server_side.get('p50', '-')} / {server_side.get('p95', '-')} "
+         "ms", "the rest is queueing"],
         [f"idle sessions held ({idle.get('sessions', 0)})",
          f"{idle.get('per_session_kib', '-')} KiB each ({idle.get('failed', 0)} failed)", ""],
         ["OpenEnv's AWM server (OPENENV.md)", f"reset p50 {OPENENV['reset_p50_ms']:.0f} ms, a burst of 192 "
@@ -195,7 +207,7 @@ def _report(args: argparse.Namespace, sequential: list[float], resets: list[floa
     ]
     return {"suite": "serve", "sessions": args.sessions, "ok": len(resets), "failed": len(failures),
             "failures": failures[:10], "burst_s": round(burst_s, 2), "reset_ms": reset, "reset_alone_ms": alone,
-            "idle": idle,
+            "server_reset_ms": server_side, "idle": idle,
             "cpu_count": os.cpu_count(), "load_avg": [round(x, 2) for x in load], "openenv": OPENENV,
             "table": table}
 

@@ -7,7 +7,7 @@ one DB clone in the world's workdir; everything else (scenario code, verifiers) 
 from __future__ import annotations
 
 import time
-from collections import Counter
+from collections import Counter, deque
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -58,6 +58,7 @@ class SessionHub:
         self._listing: list[dict[str, Any]] | None = None
         self.started = time.monotonic()
         self.served = Counter[str]()
+        self.reset_ms: deque[float] = deque(maxlen=10_000)  # the server's own time per reset, for /stats
 
     @property
     def active(self) -> int:
@@ -93,4 +94,13 @@ class SessionHub:
                 "sessions_by_kind": dict(Counter(s.kind for s in self._live.values())),
                 "scenarios": dict(Counter(s.scenario or "unknown" for s in self._live.values())),
                 "max_idle_s": round(max(idle), 1) if idle else 0, "idle_timeout_s": self.options.idle_timeout_s,
-                "served": dict(self.served), "uptime_s": round(now - self.started, 1)}
+                "served": dict(self.served), "uptime_s": round(now - self.started, 1),
+                "reset_ms": _percentiles(self.reset_ms)}
+
+
+def _percentiles(values: deque[float]) -> dict[str, float]:
+    ordered = sorted(values)
+    if not ordered:
+        return {}
+    return {"n": len(ordered), "p50": round(ordered[len(ordered) // 2], 3),
+            "p95": round(ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))], 3)}

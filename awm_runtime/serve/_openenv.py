@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import time
 from typing import Any
 
 import orjson
@@ -50,7 +51,10 @@ async def _answer(episode: OpenEnvEpisode, message: dict[str, Any]) -> dict[str,
     kind = message.get("type", "")
     if kind == "reset":
         reset = ResetFrame(**message)
-        return {"type": "observation", "data": await episode.reset(reset.data)}
+        started = time.perf_counter()
+        data = await episode.reset(reset.data)
+        episode.hub.reset_ms.append((time.perf_counter() - started) * 1000)
+        return {"type": "observation", "data": data}
     if kind == "step":
         step = StepFrame(**message)
         return {"type": "observation", "data": await episode.step(ACTION.validate_python(step.data))}

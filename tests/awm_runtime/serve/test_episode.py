@@ -44,6 +44,10 @@ async def test_done_keeps_the_trajectory_and_with_keep_session_the_dbs(trap: Any
         await env.reset(scenario="trap", task_idx=0, episode_id="kept")
         await env.call("add_item", name="plum")
         kept = await env.call("done", keep_session=True)
+    check_kept(tmp_path, first, kept)
+
+
+def check_kept(tmp_path: Path, first: Any, kept: Any) -> None:
     path = Path(first.observation.trajectory_path)
     assert path.parent.parent == tmp_path and path.parent.name.startswith("_.._escape-")  # never outside the dir
     assert first.observation.session_dir is None
