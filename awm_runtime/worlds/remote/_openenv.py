@@ -33,6 +33,7 @@ from awm_runtime.worlds.remote._base import (
 log = structlog.get_logger("awm_runtime.worlds")
 MAX_MESSAGE_BYTES = 100 << 20  # OpenEnv's client allows 100 MB replies
 AGENT_FACING = ("Error calling ", "Unknown tool: ", "Input validation error: ")
+HIDDEN_TOOLS = frozenset({"verify", "done", "__list_scenarios__"})
 VERDICTS = {"complete", "others", "incomplete", "agent_error", "server_error", "judge_error", "no_verifier"}
 _STATUS = re.compile(r"Status code: (\d{3})")
 
@@ -197,6 +198,8 @@ class OpenEnvSession:
         return await retried("step", self.world.options.attempts, self.world.options, once)
 
     async def call_tool(self, call: ToolCall) -> ToolResult:
+        if call.name in HIDDEN_TOOLS:  # the server's reward channel: never the agent's, whatever it asks
+            return ToolResult(text=f"Unknown tool: {call.name}", is_error=True)
         obs = await self._step({"type": "call_tool", "tool_name": call.name, "arguments": call.arguments})
         reward_type, error = obs.get("reward_type"), obs.get("error")
         if reward_type == "tool_call_ok":

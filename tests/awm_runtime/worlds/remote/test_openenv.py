@@ -87,6 +87,12 @@ async def test_agent_facing_errors_and_world_errors(builtin_world: Any) -> None:
             assert bad.is_error and bad.text.startswith("Input validation error")
             missing = await session.call_tool(ToolCall(id="3", name="get_product", arguments={"product_id": 99999}))
             assert missing.is_error and missing.status == 500
+            before = await session._sock.request({"type": "state"})  # type: ignore[union-attr]
+            for hidden in ("verify", "done", "__list_scenarios__"):  # the agent never reaches them
+                refused = await session.call_tool(ToolCall(id="4", name=hidden, arguments={}))
+                assert refused.is_error and refused.text == f"Unknown tool: {hidden}"
+            assert await session._sock.request({"type": "state"}) == before  # type: ignore[union-attr]
+            assert before["step_count"] == 4  # list_tools and the three calls above: nothing else was sent
         finally:
             await session.close()
         with pytest.raises(WorldError, match="Scenario 'atlantis' not found") as caught:
