@@ -8,6 +8,7 @@ an MCP client gets the scenario's tools and nothing that returns a reward.
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
@@ -98,9 +99,23 @@ class McpRoute:
         await self.manager.handle_request(scope, receive, send)
 
 
+class _TeardownNoise(logging.Filter):
+    """mcp 1.x logs a traceback when a session ends while its GET stream waits (its writer finds the stream
+    closed); that is the normal end of a session, not an error. Every other record passes."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        return not (record.getMessage() == "Error in standalone SSE writer"
+                    and type(exc).__name__ == "ClosedResourceError")
+
+
 def http_manager(hub: SessionHub) -> Any:
     """The streamable-HTTP session manager for `/mcp/<scenario>` (enter `manager.run()` in the app's lifespan)."""
     from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+
+    noisy = logging.getLogger("mcp.server.streamable_http")
+    if not any(isinstance(f, _TeardownNoise) for f in noisy.filters):
+        noisy.addFilter(_TeardownNoise())
 
     idle = hub.options.idle_timeout_s
     return StreamableHTTPSessionManager(mcp_server(hub), session_idle_timeout=idle, stateless=False)
