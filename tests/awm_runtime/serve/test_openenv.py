@@ -37,8 +37,12 @@ def same_as_openenv(payload: dict[str, Any]) -> bool:
 
 
 async def test_every_builtin_reference_solution_verifies_complete(builtin_world: Any) -> None:
+    """And before it acts, every no-op verifies as `awm-worlds check` (check_tasks) says: none is trivial."""
     tasks = [t for t in builtin_world.tasks() if builtin_world.solution(t) is not None]
     assert len(tasks) == 60
+    noop = {c.scenario + str(c.task_idx): c.noop_passes for c in await check_tasks(builtin_world, tasks,
+                                                                                    reference=False)}
+    assert set(noop.values()) == {False}
     async with running(builtin_world) as served:
         slots = asyncio.Semaphore(8)
 
@@ -50,6 +54,9 @@ async def test_every_builtin_reference_solution_verifies_complete(builtin_world:
                 assert reset.observation.has_verifier == {"sql": True, "code": True}
                 tools = await env.list_tools()
                 assert len(tools) == reset.observation.num_tools
+                before = await env.call("verify", verifier_mode="code")
+                assert before.observation.reward_type == ("complete" if noop[task.scenario + str(task.task_idx)]
+                                                          else "others")
                 for tool, arguments in solution.steps:
                     step = await env.call(tool, **arguments)
                     assert step.observation.reward_type == "tool_call_ok", step.observation.error
