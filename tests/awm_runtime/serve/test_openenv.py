@@ -323,3 +323,17 @@ async def test_a_burst_of_concurrent_sessions_all_complete(builtin_world: Any) -
         assert outcomes == ["tool_call_ok"] * 150
         assert await until(lambda: served.hub.active == 0)
         assert not list(builtin_world.workdir.glob("ep-*.db"))
+
+
+async def test_a_client_that_leaves_during_a_hung_call_frees_its_session(trap: Any) -> None:
+    async with running(trap) as served:
+        ws = await connect(served.ws_url)
+        await ws.send(json.dumps({"type": "reset", "data": {"scenario": "trap", "task_idx": 3}}))
+        await ws.recv()
+        await ws.send(json.dumps({"type": "step", "data": {"type": "call_tool", "tool_name": "hang"}}))
+        ws.transport.abort()  # gone while its call hangs in a world worker (3 s tool timeout)
+        assert await until(lambda: served.hub.active == 0, within_s=20)
+        assert not list(trap.workdir.glob("ep-*.db"))
+        async with AwmClient(served.url) as env:  # the world serves the next session as usual
+            await env.reset(scenario="trap", task_idx=1)
+            assert (await env.call("count_items")).observation.tool_result == '{\n  "count": 2\n}'
