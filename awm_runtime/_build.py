@@ -12,7 +12,7 @@ from awm_runtime._types import Task
 from awm_runtime.models import ModelClient, ModelRegistry
 
 if TYPE_CHECKING:
-    from awm_runtime.worlds import AwmWorld, Solution
+    from awm_runtime.worlds import RunWorld, Solution
 
 
 @dataclass(slots=True)
@@ -20,7 +20,7 @@ class BuildContext:
     """What a plug-in factory may use. One model client per (role, alias): roles never share one."""
 
     registry: ModelRegistry
-    world: AwmWorld | None = None
+    world: RunWorld | None = None
     options: dict[str, Any] = field(default_factory=dict)
     clients: dict[tuple[str, str], ModelClient] = field(default_factory=dict)
     _taught: bool = False
@@ -90,7 +90,7 @@ def build_shaper(name: str) -> RewardShaper:
         raise ConfigError(f"reward shaper {name!r}: {exc}") from None
 
 
-def build_harness(policy: str, expert: str = "none", *, world: AwmWorld | None = None, reward: str = "awm",
+def build_harness(policy: str, expert: str = "none", *, world: RunWorld | None = None, reward: str = "awm",
                   nudges: tuple[str, ...] = ("on_error", "on_stall:5"), limits: Any = None,
                   registry: ModelRegistry | None = None) -> Any:
     """A Harness from names, as awm-run builds one: for apps that embed `run_episode`."""

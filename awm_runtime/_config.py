@@ -44,6 +44,7 @@ class RunConfig(BaseModel):
 
     worlds: str = "builtin"
     solutions: Path | None = None
+    tasks_file: Path | None = None  # MCP worlds (issue 14): JSONL {"task": ..., "id": ...}
     scenarios: str = "*"
     tasks: str = "all"
     split: Literal["train", "test", "all"] = "all"

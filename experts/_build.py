@@ -33,9 +33,10 @@ def build_llm_expert(alias: str, ctx: BuildContext) -> LLMExpert:
             world = ctx.world
 
             def verifier(task: Task) -> VerifierDef | None:
-                if world is None:
+                scenario = getattr(world, "scenario", None)  # remote worlds hold no verifier code to distill
+                if scenario is None:
                     return None
-                sc = world.scenario(task.scenario)
+                sc = scenario(task.scenario)
                 return sc.code_verifiers.get(task.task_idx) or sc.sql_verifiers.get(task.task_idx)
 
             stores[alias] = CriteriaStore(client, verifier)

@@ -18,7 +18,7 @@ from typing import Any
 from awm_runtime._errors import WorldError
 from awm_runtime._types import ToolCall
 from awm_runtime.bench._world_data import write_bench_dataset
-from awm_runtime.worlds import AwmSession, AwmWorld, WorldOptions, load_worlds
+from awm_runtime.worlds import AwmSession, AwmWorld, WorldOptions, load_local_worlds
 
 GIB4 = 4 << 30
 TARGETS = {"reset_p50_ms": 10.0, "tool_call_p50_ms": 2.0, "live_sessions_in_4gib": 1000}
@@ -133,8 +133,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     console_logging()  # stdout carries the JSON result
     rng = random.Random(args.seed)
     with tempfile.TemporaryDirectory(prefix="awm-bench-world-") as tmp:
-        world = load_worlds(write_bench_dataset(Path(tmp), tables=args.tables, tools=args.tools),
-                            options=WorldOptions(workers=args.workers, tool_timeout_s=10.0))
+        world = load_local_worlds(write_bench_dataset(Path(tmp), tables=args.tables, tools=args.tools),
+                                  options=WorldOptions(workers=args.workers, tool_timeout_s=10.0))
         try:
             task = next(t for t in world.tasks() if t.scenario == "bench_suite")
             started = time.perf_counter()

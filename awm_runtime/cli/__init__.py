@@ -21,6 +21,12 @@ def bench_main() -> int:
     return main()
 
 
+def serve_main() -> int:
+    from awm_runtime.cli._serve import main
+
+    return main()
+
+
 def report_main() -> int:
     from awm_runtime.cli._report import main
 
@@ -39,4 +45,4 @@ def export_main() -> int:
     return main()
 
 
-__all__ = ["bench_main", "export_main", "report_main", "run_main", "view_main", "worlds_main"]
+__all__ = ["bench_main", "export_main", "report_main", "run_main", "serve_main", "view_main", "worlds_main"]

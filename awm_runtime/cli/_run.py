@@ -38,7 +38,11 @@ def parser() -> argparse.ArgumentParser:
     a("--policy", metavar="ALIAS", help="policy model alias or policy plug-in (default sim/novice)")
     a("--expert", metavar="ALIAS|none",
       help="expert model alias, expert plug-in (oracle, static:EXPERT, human[:OPTS]), or none (default sim/oracle)")
-    a("--worlds", metavar="builtin|DIR", help="built-in worlds, or a directory in the AgentWorldModel format")
+    a("--worlds", metavar="builtin|DIR|URL",
+      help="built-in worlds, a directory in the AgentWorldModel format, or a remote world: openenv+http://HOST:PORT "
+           "(an OpenEnv AWM server), mcp+http://HOST:PORT/PATH or mcp+stdio:'COMMAND' (any MCP server; needs "
+           "--tasks-file)")
+    a("--tasks-file", type=Path, metavar="FILE", help="tasks of an MCP world: JSONL {\"task\": ..., \"id\": ...}")
     a("--solutions", metavar="FILE", type=Path, help="reference solutions (JSON) for oracle experts and sims")
     a("--scenarios", metavar="GLOB", help="scenario names to run, comma-separated globs (default *)")
     a("--tasks", metavar="SPEC", help="task indices: all, 3, 0-4 or 0,2,7-9 (default all)")

@@ -75,12 +75,12 @@ def _summary(checks: list[Any]) -> dict[str, int]:
 
 async def _run_check(args: argparse.Namespace) -> dict[str, Any]:
     from awm_runtime.scheduler._plan import select_tasks
-    from awm_runtime.worlds import WorldOptions, load_worlds
+    from awm_runtime.worlds import WorldOptions, load_local_worlds
     from awm_runtime.worlds._check import check_tasks, spec_problems
 
-    world = load_worlds(args.worlds, solutions=args.solutions,
-                        options=WorldOptions(verifier=args.verifier, foreign_keys=args.foreign_keys,
-                                             tool_timeout_s=args.tool_timeout))
+    world = load_local_worlds(args.worlds, solutions=args.solutions,
+                              options=WorldOptions(verifier=args.verifier, foreign_keys=args.foreign_keys,
+                                                   tool_timeout_s=args.tool_timeout))
     try:
         if args.verifier == "sql":
             world.judge = await _judge(args)

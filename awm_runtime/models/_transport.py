@@ -21,8 +21,11 @@ class InProcess:
         key = route.api_key()
         started = time.perf_counter()
         try:
+            # `_skip_mcp_handler`: litellm otherwise imports its MCP gateway on every call with tools, which
+            # needs mcp 2.x; we pin mcp 1.x (issue 14) and never use litellm's MCP tools.
             response = await litellm().acompletion(model=route.model, messages=messages, api_base=route.api_base,
-                                                   api_key=key, timeout=timeout_s, num_retries=0, **params)
+                                                   api_key=key, timeout=timeout_s, num_retries=0,
+                                                   _skip_mcp_handler=True, **params)
         except asyncio.CancelledError:
             raise
         except Exception as exc:

@@ -8,6 +8,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+import structlog
+
 from awm_runtime._build import BuildContext, build_expert, build_nudges, build_policy, build_shaper
 from awm_runtime._config import RunConfig
 from awm_runtime._errors import ConfigError
@@ -18,13 +20,15 @@ from awm_runtime.models import ModelRegistry, apply_routes, load_registry, prefl
 from awm_runtime.models._transport import IN_PROCESS
 from awm_runtime.scheduler._plan import plan_episodes, select_tasks, split
 from awm_runtime.verifiers import Judge
-from awm_runtime.worlds import AwmWorld, load_split, load_worlds, trivial_tasks, world_options
+from awm_runtime.worlds import AwmWorld, RemoteWorld, RunWorld, load_split, load_worlds, trivial_tasks, world_options
+
+log = structlog.get_logger("awm_runtime.scheduler")
 
 
 @dataclass(slots=True)
 class PreparedRun:
     config: RunConfig
-    world: AwmWorld
+    world: RunWorld
     tasks: list[Task]
     harnesses: dict[str, Harness]
     ctx: BuildContext
@@ -65,23 +69,28 @@ async def prepare(config: RunConfig, *, check: bool = True, shard: tuple[int, in
     A shard passes `check=False` (its parent ran the preflight) and `shard=(index, count)`: it
     gets its part of every endpoint's limits, so the shards together keep to what awm.toml allows."""
     registry = share_limits(apply_routes(load_registry(config.config_path), config.model_dump()), *shard)
-    world = load_worlds(config.worlds, solutions=config.solutions, options=world_options(config))
+    world = load_worlds(config.worlds, solutions=config.solutions, options=world_options(config),
+                        tasks_file=config.tasks_file)
     try:
+        if isinstance(world, RemoteWorld):
+            await world.connect()  # a world that cannot be reached is bad input: one line, before any episode
         return await _prepare(config, registry, world, check)
     except BaseException:
         await asyncio.shield(world.aclose())
         raise
 
 
-async def _prepare(config: RunConfig, registry: Any, world: AwmWorld, check: bool) -> PreparedRun:
+async def _prepare(config: RunConfig, registry: Any, world: RunWorld, check: bool) -> PreparedRun:
     split = None if config.split == "all" else load_split(world)[config.split]
     tasks = select_tasks(world.tasks(), scenarios=config.scenarios, task_spec=config.tasks, split=split)
     if not tasks:
         raise ConfigError(f"no tasks match --scenarios {config.scenarios!r} --tasks {config.tasks!r} "
                           f"--split {config.split} in {world.name} ({len(world.tasks())} tasks loaded)")
-    if config.verifier == "sql" and not config.judge:
+    if config.verifier == "sql" and not config.judge and isinstance(world, AwmWorld):
         raise ConfigError("--verifier sql needs --judge ALIAS: the model that classifies each episode")
-    if config.exclude_trivial:
+    if config.exclude_trivial and not isinstance(world, AwmWorld):
+        raise ConfigError(f"--exclude-trivial needs local worlds (builtin or a directory), not {world.name}")
+    if config.exclude_trivial and isinstance(world, AwmWorld):
         trivial = await trivial_tasks(world, tasks)
         tasks = [t for t in tasks if t.key not in trivial]
         if not tasks:
@@ -89,8 +98,11 @@ async def _prepare(config: RunConfig, registry: Any, world: AwmWorld, check: boo
     ctx = BuildContext(registry=registry, world=world, options={"tool_result_chars": config.tool_result_chars,
                                                                 "judge": config.judge,
                                                                 "expert_criteria": config.expert_criteria})
-    if config.verifier == "sql" and config.judge:
+    if config.judge and _judged_here(config, world):
         world.judge = Judge(ctx.client(config.judge, "judge"), name=config.judge)
+    elif isinstance(world, RemoteWorld) and world.judged_here:
+        log.warning("no_verifier", world=world.name,
+                    note="an MCP world has no verifier: without --judge every verdict is no_verifier")
     harnesses: dict[str, Harness] = {}
     for arm in config.arm_list():
         c = config.for_arm(arm)
@@ -126,6 +138,14 @@ async def _prepare(config: RunConfig, registry: Any, world: AwmWorld, check: boo
         await asyncio.to_thread(litellm)
     secrets = [s for _, cfg in roles if cfg.api_key_env and (s := os.environ.get(cfg.api_key_env, ""))]
     return PreparedRun(config, world, tasks, harnesses, ctx, secrets, planner)
+
+
+def _judged_here(config: RunConfig, world: RunWorld) -> bool:
+    """Whether our judge decides verdicts: SQL mode on local worlds, and MCP worlds (which have no verifier).
+    An OpenEnv world's `verify` decides on the server, in the mode asked for."""
+    if isinstance(world, AwmWorld):
+        return config.verifier == "sql"
+    return world.judged_here
 
 
 def share_limits(registry: ModelRegistry, index: int, count: int) -> ModelRegistry:

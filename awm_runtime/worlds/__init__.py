@@ -6,12 +6,16 @@ import json
 from pathlib import Path
 
 from awm_runtime._config import RunConfig
+from awm_runtime._errors import ConfigError
 from awm_runtime.verifiers import Judge
 from awm_runtime.worlds._check import TaskCheck, check_tasks, trivial_tasks
 from awm_runtime.worlds._format import Dataset, LoadProblem, Scenario, Solution, iter_solutions, load_dataset
 from awm_runtime.worlds._names import normalize_scenario
 from awm_runtime.worlds._pack import make_split, pack_sources
 from awm_runtime.worlds._world import AwmSession, AwmWorld, WorldOptions
+from awm_runtime.worlds.remote import RemoteOptions, RemoteWorld, is_remote, remote_world
+
+RunWorld = AwmWorld | RemoteWorld  # what a run plays on: the local engine, or a server reached over the wire
 
 BUILTIN_DATA = Path(__file__).parent / "builtin" / "data"
 BUILTIN_SOURCES = Path(__file__).parent / "builtin" / "src"
@@ -23,8 +27,28 @@ def resolve_worlds_dir(spec: str | Path) -> Path:
 
 
 def load_worlds(spec: str | Path = "builtin", *, solutions: Path | None = None,
-                options: WorldOptions | None = None, judge: Judge | None = None) -> AwmWorld:
-    """Load an AWM-format directory (or the built-in worlds) as a World. Nothing starts until first use."""
+                options: WorldOptions | None = None, judge: Judge | None = None,
+                tasks_file: Path | None = None) -> RunWorld:
+    """The worlds a spec names, chosen by its scheme. Nothing starts until first use.
+
+    `builtin` or a directory: the local engine (AwmWorld). `openenv+http://HOST:PORT`, `mcp+http://HOST:PORT/PATH`
+    or `mcp+stdio:COMMAND`: a remote world (RemoteWorld; `await world.connect()` before use; MCP worlds take
+    their tasks from `tasks_file`)."""
+    if is_remote(spec):
+        o = options or WorldOptions()
+        return remote_world(str(spec), tasks_file=tasks_file,
+                            options=RemoteOptions(verifier=o.verifier, tool_timeout_s=o.tool_timeout_s,
+                                                  solutions=solutions))
+    if tasks_file is not None:
+        raise ConfigError(f"--tasks-file is for MCP worlds (mcp+http://..., mcp+stdio:...), not {spec}")
+    return load_local_worlds(spec, solutions=solutions, options=options, judge=judge)
+
+
+def load_local_worlds(spec: str | Path = "builtin", *, solutions: Path | None = None,
+                      options: WorldOptions | None = None, judge: Judge | None = None) -> AwmWorld:
+    """Load an AWM-format directory (or the built-in worlds) as the local engine's World."""
+    if is_remote(spec):
+        raise ConfigError(f"{spec}: this command needs local worlds (builtin or an AWM-format directory)")
     root = resolve_worlds_dir(spec)
     dataset = load_dataset(root)
     if solutions is not None:
@@ -40,10 +64,10 @@ def world_options(config: RunConfig) -> WorldOptions:
                         tool_timeout_s=config.tool_timeout_s, workers=config.world_workers)
 
 
-def load_split(world: AwmWorld) -> dict[str, set[tuple[str, int]]]:
-    """The dataset's pinned split (split.json), or the same seeded rule computed on the fly."""
-    path = world.dataset.root / "split.json"
-    if path.is_file():
+def load_split(world: RunWorld) -> dict[str, set[tuple[str, int]]]:
+    """The dataset's pinned split (split.json), or the same seeded rule computed on the fly (remote worlds)."""
+    path = world.dataset.root / "split.json" if isinstance(world, AwmWorld) else None
+    if path is not None and path.is_file():
         data = json.loads(path.read_text(encoding="utf-8"))
     else:
         data = make_split([t.key for t in world.tasks()])
@@ -57,12 +81,17 @@ __all__ = [
     "AwmWorld",
     "Dataset",
     "LoadProblem",
+    "RemoteOptions",
+    "RemoteWorld",
+    "RunWorld",
     "Scenario",
     "Solution",
     "TaskCheck",
     "WorldOptions",
     "check_tasks",
+    "is_remote",
     "load_dataset",
+    "load_local_worlds",
     "load_split",
     "load_worlds",
     "normalize_scenario",

@@ -80,7 +80,7 @@ def test_listing_equals_fastapi_mcp(name: str, app: Any) -> None:
     assert [t["name"] for t in ours] == [t.name for t in theirs]
     for mine, ref in zip(ours, theirs, strict=True):
         assert mine["description"] == ref.description, mine["name"]
-        assert mine["input_schema"] == ref.input_schema, mine["name"]
+        assert mine["input_schema"] == ref.inputSchema, mine["name"]  # mcp 1.x (the pin) names it inputSchema
     assert set(our_ops) == set(their_ops)
     for op_id, op in our_ops.items():
         ref_op = their_ops[op_id]
@@ -146,7 +146,7 @@ async def test_session_tools_are_the_fastapi_mcp_listing(tiny_world: Any) -> Non
         code = (FIXTURES / "tiny_src" / "tiny_notes" / "app.py").read_text()
         theirs, _ = convert_openapi_to_mcp_tools(import_scenario_app("awm_tooltest_session", code).openapi())
         assert [(t.name, t.description, t.input_schema) for t in session.tools] == [
-            (t.name, t.description, t.input_schema) for t in theirs]
+            (t.name, t.description, t.inputSchema) for t in theirs]
         result = await session.call_tool(ToolCall(id="1", name="get_note", arguments={"note_id": 2}))
         assert result.status == 200 and '"title": "Todo"' in result.text
     finally:

@@ -1,0 +1,201 @@
+"""MCP worlds against real MCP servers: awm-serve --mcp, the reference stack (fastapi-mcp), and stdio."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import sys
+import types
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from awm_runtime._errors import ConfigError, WorldError
+from awm_runtime._sockets import bound_tcp_socket
+from awm_runtime._types import Message, ToolCall
+from awm_runtime.testing import FakeOpenAI, Reply
+from awm_runtime.verifiers import Judge
+from awm_runtime.worlds import BUILTIN_SOURCES, RemoteOptions, WorldOptions, load_local_worlds, load_worlds
+from awm_runtime.worlds.remote._mcp import McpWorld
+from tests.awm_runtime.serve.conftest import running
+
+OPTIONS = RemoteOptions(attempts=2, backoff_s=0.05, max_backoff_s=0.1, connect_timeout_s=5.0, tool_timeout_s=10.0)
+
+
+@pytest.fixture
+async def builtin_world() -> Any:
+    world = load_local_worlds("builtin", options=WorldOptions(workers=2))
+    yield world
+    await world.aclose()
+
+
+def tasks_file(tmp_path: Path, world: Any, scenario: str) -> Path:
+    path = tmp_path / "tasks.jsonl"
+    path.write_text("".join(json.dumps({"task": t.text, "id": f"{t.scenario}/{t.task_idx}"}) + "\n"
+                            for t in world.tasks() if t.scenario == scenario), encoding="utf-8")
+    return path
+
+
+async def test_episodes_on_awm_serve_mcp_are_isolated_and_judged_only_with_a_judge(builtin_world: Any,
+                                                                                   tmp_path: Path) -> None:
+    async with running(builtin_world, mcp=True) as served:
+        spec = f"mcp+{served.url}/mcp/shopfront_commerce"
+        world = load_worlds(spec, tasks_file=tasks_file(tmp_path, builtin_world, "shopfront_commerce"),
+                            options=WorldOptions(tool_timeout_s=10))
+        assert isinstance(world, McpWorld) and world.judged_here
+        await world.connect()
+        assert [t.key for t in world.tasks()] == [("shopfront_commerce", i) for i in range(10)]
+        task = world.tasks()[0]
+        (tool, arguments), = world.solution(task).steps
+        one, two = await world.open(task, episode_id="a"), await world.open(task, episode_id="b")
+        try:
+            created = await one.call_tool(ToolCall(id="1", name=tool, arguments=arguments))
+            assert not created.is_error and arguments["code"] in created.text
+            listed = await two.call_tool(ToolCall(id="1", name="list_coupons", arguments={}))
+            assert arguments["code"] not in listed.text
+            unknown = await two.call_tool(ToolCall(id="2", name="verify", arguments={}))
+            assert unknown.is_error and unknown.text == "Unknown tool: verify"
+            assert (await one.verify("", [])).result == "no_verifier"
+            with FakeOpenAI(key="judge-k", models=("judge",), default=Reply(content='{"classification": '
+                                                                                '"complete", "reason": "ok"}'),
+                            max_lifetime_s=120) as judge_server:
+                world.judge = Judge(_judge_client(judge_server.url), name="loop-judge")
+                messages = [Message(role="user", content=task.text, source="system")]
+                verdict = await one.verify("done", messages)
+                assert verdict.result == "complete" and verdict.mode == "sql"
+                prompt = judge_server.requests[-1]["messages"][1]["content"]
+                assert task.text in prompt and "has no verifier" in prompt
+        finally:
+            await one.close()
+            await two.close()
+        assert served.hub.active == 0 or await _until(lambda: served.hub.active == 0)
+
+
+def _judge_client(url: str) -> Any:
+    from awm_runtime.models import ModelClient, ModelConfig
+
+    os.environ["AWM_TEST_JUDGE_KEY"] = "judge-k"
+    return ModelClient(ModelConfig(alias="loop-judge", model="openai/judge", api_base=url,
+                                   api_key_env="AWM_TEST_JUDGE_KEY"), "judge")
+
+
+async def _until(condition: Any, within_s: float = 10.0) -> bool:
+    for _ in range(int(within_s / 0.02)):
+        if condition():
+            return True
+        await asyncio.sleep(0.02)
+    return condition()
+
+
+async def reference_stack(db: Path) -> AsyncIterator[str]:
+    """A scenario app mounted with fastapi-mcp, as OpenEnv's AWM server runs it, on a port of its own."""
+    import uvicorn
+    from fastapi_mcp import FastApiMCP
+
+    code = (BUILTIN_SOURCES / "homehub_smart_home" / "app.py").read_text()
+    os.environ["DATABASE_PATH"] = f"sqlite:///{db}"
+    module = sys.modules["awm_reference_homehub"] = types.ModuleType("awm_reference_homehub")
+    exec(compile(code, "<homehub>", "exec"), module.__dict__)
+    app = module.app
+    FastApiMCP(app).mount_http()
+    sock = bound_tcp_socket("127.0.0.1", 0)
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
+    task = asyncio.create_task(server.serve(sockets=[sock]))
+    assert await _until(lambda: server.started, 30)
+    try:
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}/mcp"
+    finally:
+        server.should_exit = True
+        await asyncio.wait_for(task, 30)
+
+
+async def test_the_reference_stack_lists_and_answers_as_our_engine_does(builtin_world: Any,
+                                                                        tmp_path: Path) -> None:
+    prepared = await builtin_world.prepare("homehub_smart_home")
+    db = tmp_path / "homehub.db"
+    shutil.copyfile(prepared.template, db)
+    db.chmod(0o644)
+    task = next(t for t in builtin_world.tasks() if t.scenario == "homehub_smart_home")
+    local = await builtin_world.open(task, episode_id="local")
+    stack = reference_stack(db)
+    url = await anext(stack)
+    try:
+        (tmp_path / "t.jsonl").write_text(json.dumps({"task": task.text, "id": "reference"}) + "\n")
+        world = McpWorld(f"mcp+{url}", tmp_path / "t.jsonl", OPTIONS)
+        await world.connect()
+        assert world.tasks()[0].key == ("mcp", 0)  # the URL's last segment names the world
+        session = await world.open(world.tasks()[0], episode_id="ref")
+        try:
+            assert [(t.name, t.description, t.input_schema) for t in session.tools] == [
+                (t.name, t.description, t.input_schema) for t in local.tools]
+            for name, arguments in [("list_devices", {}), ("get_device", {"device_id": 1}),
+                                    ("get_device", {"device_id": "one"}), ("nope", {})]:
+                theirs = await session.call_tool(ToolCall(id="r", name=name, arguments=arguments))
+                ours = await local.call_tool(ToolCall(id="o", name=name, arguments=arguments))
+                assert (theirs.text, theirs.is_error) == (ours.text, ours.is_error), name
+        finally:
+            await session.close()
+    finally:
+        await local.close()
+        await stack.aclose()
+        os.environ.pop("DATABASE_PATH", None)
+
+
+async def test_stdio_worlds_start_a_server_per_episode(tmp_path: Path) -> None:
+    world = load_local_worlds("builtin")
+    path = tasks_file(tmp_path, world, "homehub_smart_home")
+    command = f"{sys.executable} -c 'from awm_runtime.cli import serve_main; raise SystemExit(serve_main())' " \
+              "--stdio homehub_smart_home --world-workers 1"
+    mcp_world = McpWorld(f"mcp+stdio:{command}", path, OPTIONS)
+    await mcp_world.connect()
+    assert mcp_world.tasks()[3].key == ("homehub_smart_home", 3)
+    session = await mcp_world.open(mcp_world.tasks()[0], episode_id="stdio")
+    try:
+        result = await session.call_tool(ToolCall(id="1", name="list_devices", arguments={}))
+        assert not result.is_error and json.loads(result.text)
+    finally:
+        await session.close()
+    await mcp_world.aclose()
+
+
+async def test_unreachable_servers_are_config_errors(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    path.write_text('{"task": "anything"}\n')
+    sock = bound_tcp_socket("127.0.0.1", 0)
+    port = sock.getsockname()[1]
+    sock.close()
+    with pytest.raises(ConfigError, match="cannot open an MCP session"):
+        await McpWorld(f"mcp+http://127.0.0.1:{port}/mcp/x", path, OPTIONS).connect()
+    with pytest.raises(ConfigError, match="cannot open an MCP session"):
+        await McpWorld("mcp+stdio:/nonexistent/mcp-server --flag", path, OPTIONS).connect()
+    with pytest.raises(ConfigError, match="needs --tasks-file"):
+        load_worlds("mcp+stdio:server")
+    with pytest.raises(ConfigError, match="expected mcp\\+stdio:'COMMAND ARGS'"):
+        load_worlds("mcp+stdio:", tasks_file=path)
+
+
+async def test_a_stdio_server_that_dies_mid_episode_is_a_world_error(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    path.write_text('{"task": "anything"}\n')
+    script = tmp_path / "server.py"
+    script.write_text(
+        "import os\nfrom mcp.server.fastmcp import FastMCP\nmcp = FastMCP('dies')\n"
+        "@mcp.tool()\ndef die() -> str:\n    os._exit(3)\n"
+        "@mcp.tool()\ndef echo(text: str) -> str:\n    return text\n"
+        "mcp.run()\n")
+    world = McpWorld(f"mcp+stdio:{sys.executable} {script}", path, OPTIONS)
+    await world.connect()
+    session = await world.open(world.tasks()[0], episode_id="dies")
+    try:
+        assert (await session.call_tool(ToolCall(id="1", name="echo", arguments={"text": "hi"}))).text == "hi"
+        with pytest.raises(WorldError):
+            await session.call_tool(ToolCall(id="2", name="die", arguments={}))
+        with pytest.raises(WorldError):
+            await session.call_tool(ToolCall(id="3", name="echo", arguments={"text": "again"}))
+    finally:
+        await session.close()
+    await world.aclose()
