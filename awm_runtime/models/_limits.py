@@ -129,7 +129,7 @@ class EndpointLimiter:
         except asyncio.CancelledError:
             if waiter.done() and not waiter.cancelled():
                 self._release()  # the slot was handed to us just as we were cancelled: pass it on
-            else:
+            elif waiter in self._waiters:  # a wake-up may already have dropped our cancelled future
                 self._waiters.remove(waiter)
             raise
 

@@ -108,6 +108,7 @@ class RayCluster:
         self._limits_view: list[EndpointStats] = []
         self._waiters: list[asyncio.Future[None]] = []
         self._background: list[asyncio.Task[None]] = []
+        self._forgetting: list[asyncio.Task[None]] = []
 
     @classmethod
     async def start(cls, config: RunConfig, prep: PreparedRun, run_id: str, events: EventStream,
@@ -138,7 +139,7 @@ class RayCluster:
         here = ray.get_runtime_context().get_node_id()
         self.limits = ray.remote(LimitsService).options(
             name=f"awm-limits-{run_id[:12]}", num_cpus=0, max_concurrency=100_000, max_restarts=0,
-            scheduling_strategy=NodeAffinitySchedulingStrategy(here, soft=True)).remote(limiter_specs())
+            scheduling_strategy=NodeAffinitySchedulingStrategy(here, soft=False)).remote(limiter_specs())
         init = self._init(prep, run_id)
         remote_actor = ray.remote(EpisodeActor)
         for index, ((node, _), capacity) in enumerate(zip(placement, split(config.concurrency, len(placement)),
@@ -169,7 +170,7 @@ class RayCluster:
         self.progress.shards = len(self.actors)
         self.progress.where = f"Ray: {len(self.actors)} actors on {nodes} nodes"
         self.progress.endpoints = self.endpoints
-        log.info("ray_started", address=config.ray, nodes=nodes, actors=[
+        log.info("ray_started", address=config.ray, nodes=nodes, driver_node=here, actors=[
             {"actor": a.index, "node": a.node, "ip": a.ip, "pid": a.pid, "capacity": a.capacity} for a in self.actors])
         self._background = [asyncio.create_task(self._beats()), asyncio.create_task(self._relay_stop())]
 
@@ -208,6 +209,11 @@ class RayCluster:
                 self._give(actor)
             if reply["status"] == "done":
                 return parse_record(reply["lines"])
+            if reply["status"] == "lost":  # the limits actor is gone: no call may go out unlimited, so stop
+                if not self.control.stop_requested:
+                    log.error("limits_actor_lost", actor=actor.index, note="the run stops; --resume continues it")
+                self.control.stop("ray_limits_lost")
+                raise WorkerLost(f"actor {actor.index} lost the run's limits actor")
             raise WorkerLost(f"actor {actor.index} stopped before running it", stopping=True)
         if self.control.stop_requested:
             raise WorkerLost("not run: the run is stopping", stopping=True)
@@ -252,11 +258,20 @@ class RayCluster:
                   note="its in-flight episodes run once more on another actor, or are left for --resume")
         with contextlib.suppress(Exception):
             self.ray.kill(actor.handle, no_restart=True)
-        with contextlib.suppress(Exception):
-            self.limits.forget.remote(actor.holder)
+        self._forgetting.append(asyncio.get_running_loop().create_task(self._forget(actor)))
         self._wake()
         if not any(a.alive for a in self.actors):
             self.control.stop("ray_actors_lost")
+
+    async def _forget(self, actor: _Actor) -> None:
+        """Its calls in flight died with it: their slots return to the cluster now, not at lease expiry."""
+        try:
+            returned = await asyncio.wait_for(self.limits.forget.remote(actor.holder), CALL_TIMEOUT_S)
+        except (TimeoutError, self.ray.exceptions.RayError) as exc:
+            log.warning("actor_leases_not_returned", actor=actor.index, error=_first_line(exc),
+                        note="they lapse when the actor's lease expires")
+            return
+        log.info("actor_leases_returned", actor=actor.index, leases=returned)
 
     # -- live state --------------------------------------------------------------------------------
 
@@ -317,6 +332,8 @@ class RayCluster:
             await asyncio.to_thread(self.events.append_lines, bye.pop("events", b""))
             actor.bye = bye
             self.progress.cancelled += int(bye.get("cancelled", 0))
+        if self._forgetting:
+            await asyncio.wait(self._forgetting, timeout=CALL_TIMEOUT_S)
         limits: dict[str, Any] = {}
         with contextlib.suppress(Exception):
             limits = await asyncio.wait_for(self.limits.stats.remote(), CALL_TIMEOUT_S)

@@ -84,6 +84,7 @@ class RayLeases:
 
     def __init__(self, handle: Any, holder: str) -> None:
         self.handle, self.holder = handle, holder
+        self.broken = False  # the limits actor failed: records since may hold its errors, not the episodes'
 
     async def acquire(self, key: LimiterKey, lease_id: str, estimate_tokens: int) -> None:
         try:
@@ -91,6 +92,7 @@ class RayLeases:
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # the limits actor is gone: no call may go out unlimited
+            self.broken = True
             why = f"the run's limits actor is unreachable ({type(exc).__name__})"
             raise AttemptError(f"{why}", kind="fatal", detail=why) from exc
         if not granted:
@@ -198,7 +200,8 @@ class EpisodeActor:
         payload = await asyncio.to_thread(lambda: b"".join(record_line(r) for r in records))
         self.episodes += len(records)
         if future is not None and not future.done():
-            future.set_result({"status": "done", "lines": payload})
+            lost = self._leases is not None and self._leases.broken  # not the episode's fault: not a record
+            future.set_result({"status": "lost"} if lost else {"status": "done", "lines": payload})
 
     def _release_waiting(self) -> None:
         """The pool has ended (stop, or finish): episodes it never ran or cancelled go back as `not_run`."""

@@ -8,6 +8,7 @@ in their own environment, which is the only way a key reaches an episode actor.
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 import time
@@ -130,6 +131,35 @@ def test_bad_addresses_fail_fast_with_one_line(tmp_path: Path) -> None:
     assert proc.returncode == 2 and "Ray Client" in proc.stderr
 
 
+def test_sigterm_stops_the_cluster_run_gracefully_and_resume_completes_it(
+        tmp_path: Path, server: FakeOpenAI, cluster: LoopbackRayCluster) -> None:
+    out = tmp_path / "run"
+    args = ["--config", str(config(tmp_path, server)), "--policy", "loop", "--expert", "none", "--tasks", "0-3",
+            "--concurrency", "4", "--grace", "20", "--out", str(out), "--quiet"]
+    driver = subprocess.Popen([*CMD, "--ray", cluster.address, *args], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, env=driver_env(cluster))
+    try:
+        deadline = time.monotonic() + 300
+        while len(_finished(out)) < 2:
+            assert driver.poll() is None and time.monotonic() < deadline, driver.communicate()[1][-3000:]
+            time.sleep(0.2)
+        driver.send_signal(signal.SIGTERM)  # ray.init replaces the SIGTERM handler; the run must keep ours
+        _, stderr = driver.communicate(timeout=120)
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+    assert driver.returncode == 130, stderr
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["interrupted"] and summary["stop_reason"] == "SIGTERM" and summary["not_run"] > 0
+    first = len(records(out))
+    assert first == summary["recorded"] < 24
+    resumed = awm_run(cluster, "--out", str(out), "--resume", "--quiet")
+    assert resumed.returncode == 0, resumed.stderr
+    recs = records(out)
+    assert len(recs) == 24 and len(set(keys(recs))) == 24
+    assert all(r["outcome"] == "complete" for r in recs), [r["error"] for r in recs if r["error"]][:3]
+
+
 def test_killing_the_worker_node_loses_nothing_after_resume(
         tmp_path: Path, server: FakeOpenAI, cluster: LoopbackRayCluster) -> None:
     """Keep last: the worker node does not come back."""
@@ -156,6 +186,7 @@ def test_killing_the_worker_node_loses_nothing_after_resume(
     assert resumed.returncode == 0, resumed.stderr
     recs = records(out)
     assert len(recs) == 30 and len(set(keys(recs))) == 30  # every key once: nothing lost, nothing twice
+    assert all(r["outcome"] == "complete" for r in recs), [r["error"] for r in recs if r["error"]][:3]
     assert len({r["worker"]["node"] for r in recs}) == 2
     assert server.max_in_flight <= LIMIT
 
