@@ -127,6 +127,8 @@ class EpisodeActor:
         self._leases: RayLeases | None = None
         self._tmp: tempfile.TemporaryDirectory[str] | None = None
         self.episodes = 0
+        self._overhead: dict[str, float] = {}
+        self._ready_cpu_s = 0.0
 
     async def ready(self, preflight: str) -> dict[str, Any]:
         """Prepare this node (worlds, model clients, preflight); errors come back as data, one line."""
@@ -148,7 +150,7 @@ class EpisodeActor:
         ip = ray.util.get_node_ip_address()
         self.worker = WorkerRef(node=ray.get_runtime_context().get_node_id(), host=ip, pid=os.getpid())
         configure_logging(cast(IO[str], self.events))
-        structlog.contextvars.bind_contextvars(actor=init["index"], node=ip)
+        structlog.contextvars.bind_contextvars(actor=init["index"])  # ray_started maps actor -> node, pid
         from awm_runtime import __version__
 
         if init["version"] != __version__:
@@ -171,6 +173,8 @@ class EpisodeActor:
         self._pool_task = asyncio.create_task(self.pool.run(self._next_unit, self._done))
         self._pool_task.add_done_callback(lambda _: self._release_waiting())
         self._background = [asyncio.create_task(self.lag.run()), asyncio.create_task(self._renew())]
+        self._overhead = await asyncio.to_thread(ray_overhead)
+        self._ready_cpu_s = cpu_s()
         log.info("actor_ready", pid=os.getpid(), host=socket.gethostname(), capacity=init["capacity"])
         return self._where()
 
@@ -254,10 +258,49 @@ class EpisodeActor:
         use_cluster_limits(None)
         if self._tmp is not None:
             self._tmp.cleanup()
-        return {**self._where(), "episodes": self.episodes, "cancelled": self.pool.cancelled if self.pool else 0,
+        overhead = await asyncio.to_thread(ray_overhead)
+        for k in ("cpu_s", "limits_cpu_s"):  # during the run, not before it
+            overhead[k] = round(overhead[k] - self._overhead.get(k, 0.0), 3)
+        return {"ray_node_overhead": overhead, **self._where(), "episodes": self.episodes,
+                "cancelled": self.pool.cancelled if self.pool else 0,
                 "loop_lag_ms": self.lag.to_dict(), "peak_rss_mib": round(peak_rss_mib(), 1),
-                "cpu_s": round(cpu_s(), 3), "world_cpu_s": round(cpu_s(-1), 3),
+                "startup_cpu_s": round(self._ready_cpu_s, 3), "cpu_s": round(cpu_s() - self._ready_cpu_s, 3),
+                "world_cpu_s": round(cpu_s(-1), 3),
                 "events_dropped": self.events.dropped, "events": self.events.drain()}
+
+
+def ray_overhead() -> dict[str, float]:
+    """What Ray itself costs on this node: the raylet and what it started (agents, idle workers, the
+    limits actor), less the episode actors and their world processes. RSS now, CPU seconds so far."""
+    tick = os.sysconf("SC_CLK_TCK")
+    kids: dict[int, list[int]] = {}
+    cpu: dict[int, float] = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = Path(entry.path, "stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        kids.setdefault(int(fields[1]), []).append(int(entry.name))
+        cpu[int(entry.name)] = (int(fields[11]) + int(fields[12])) / tick
+    rss = cpu_total = limits = 0.0
+    frontier = [os.getppid()]  # an actor's parent is its node's raylet
+    while frontier:
+        pid = frontier.pop()
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if cmdline.startswith(b"ray::EpisodeActor"):
+            continue  # ours, with everything below it
+        if cmdline.startswith(b"ray::LimitsService"):
+            limits += cpu.get(pid, 0.0)  # ours too, but it lives among Ray's: reported apart
+        else:
+            cpu_total += cpu.get(pid, 0.0)
+        rss += rss_mib(pid)
+        frontier.extend(kids.get(pid, []))
+    return {"rss_mib": round(rss, 1), "cpu_s": round(cpu_total, 3), "limits_cpu_s": round(limits, 3)}
 
 
 def parse_record(line: bytes) -> EpisodeRecord:

@@ -59,5 +59,5 @@ def test_ray_address_none_means_this_machine_and_ray_client_is_refused() -> None
     assert build_run_config({"ray": " auto "}, env={}).ray == "auto"
     assert build_run_config({"ray": "none"}, {"ray": "10.0.0.1:6379"}, env={}).ray is None  # --ray none beats a file
     assert build_run_config({}, env={"AWM_RAY": "10.0.0.1:6379"}).ray == "10.0.0.1:6379"
-    with pytest.raises(ConfigError, match="--ray: .*Ray Client"):
+    with pytest.raises(ConfigError, match=r"--ray: .*Ray Client"):
         build_run_config({"ray": "ray://head:10001"}, env={})

@@ -17,7 +17,8 @@ def test_all_is_sorted_and_complete() -> None:
 
 
 def test_import_does_not_pull_heavy_sdks() -> None:
-    code = "import sys, awm_runtime; print(sorted(m for m in ('litellm', 'fastapi', 'openai', 'ray') if m in sys.modules))"
+    code = ("import sys, awm_runtime; "
+            "print(sorted(m for m in ('litellm', 'fastapi', 'openai', 'ray') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 
