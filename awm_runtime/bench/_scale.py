@@ -122,7 +122,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     if args.ray:
         from awm_runtime.bench._scale_ray import compare
 
-        return await compare(args)
+        return await compare(args, full_stack, _report)
     summary, samples, base_rss, cpu, repeats = await full_stack(args, out)
     return _report(args, summary, out, samples, base_rss, repeats, cpu)
 

@@ -16,13 +16,15 @@ import json
 import os
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 
-async def compare(args: argparse.Namespace) -> dict[str, Any]:
-    from awm_runtime.bench._scale import _report, full_stack
+async def compare(args: argparse.Namespace, full_stack: Callable[..., Awaitable[Any]],
+                  _report: Callable[..., dict[str, Any]]) -> dict[str, Any]:
+    """`full_stack` and `_report` are _scale.py's (passed in: this module does not import it back)."""
     from awm_runtime.testing import LoopbackRayCluster
 
     root = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="awm-bench-scale-ray-"))

@@ -159,11 +159,22 @@ class EndpointLimiter:
     @asynccontextmanager
     async def slot(self, estimate_tokens: int = 0) -> AsyncIterator[Slot]:
         """Admission for one HTTP attempt: rpm/tpm budget first, then a concurrency slot."""
-        slot = await self.admit(estimate_tokens)
+        loop = asyncio.get_running_loop()  # admit(), inlined: this is the hot path of every model call
+        if loop is not self._loop:  # a new run in this process: waiters of a dead loop never wake
+            self._loop, self._budget_lock = loop, asyncio.Lock()
+            self._waiters.clear()
+        self.queued += 1
         try:
-            yield slot
+            if self.rpm or self.tpm:
+                await self._spend_budget(estimate_tokens)
+            await self._acquire()
         finally:
-            self.finish()
+            self.queued -= 1
+        try:
+            yield Slot(self, estimate_tokens)
+        finally:
+            self.calls += 1
+            self._release()
 
     async def admit(self, estimate_tokens: int = 0) -> Slot:
         """Wait for the budget and a slot; the caller must call `finish()` once the attempt is over

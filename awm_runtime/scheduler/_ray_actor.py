@@ -245,7 +245,9 @@ class EpisodeActor:
         self._queue.put_nowait(None)
 
     async def finish(self) -> dict[str, Any]:
-        """End this actor's share: wait for its pool, close its world and clients, report."""
+        """End this actor's share: stop its pool (whatever still runs was given up by the driver, e.g. a
+        cancelled run: it is cancelled now, not recorded), close its world and clients, report."""
+        self.control.stop("finish", hard=True)
         self._queue.put_nowait(None)
         if self._pool_task is not None:
             await must_finish(self._pool_task)

@@ -105,7 +105,7 @@ def test_episodes_run_on_both_nodes_once_each_within_the_alias_limit(
     assert summary["ray"]["nodes"] == 2 and not any(a["lost"] for a in summary["ray"]["actors"])
     events = [json.loads(line) for line in (out / "events.jsonl").read_text().splitlines()]
     assert {e.get("actor") for e in events if e["event"] == "episode_ended"} == {0, 1}
-    assert grep_tree(out, KEY) == []  # the run directory never holds the key ...
+    assert grep_tree(out, KEY) == [] and grep_tree(out, cluster.token) == []  # no key, no cluster token ...
     assert grep_tree(cluster.tmp, KEY) == []  # ... nor do Ray's logs, object spill files or session files
 
 
