@@ -27,7 +27,7 @@ from typing import Any
 import structlog
 
 from awm_runtime._config import RunConfig
-from awm_runtime._errors import AwmError, ConfigError, WorkerLost
+from awm_runtime._errors import ConfigError, WorkerLost
 from awm_runtime._types import EpisodeRecord, EpisodeSpec
 from awm_runtime.logs import EventStream
 from awm_runtime.models import EndpointStats, LimitsService, limiter_specs
@@ -155,23 +155,31 @@ class RayCluster:
         refs = [a.handle.ready.remote(modes[a.index]) for a in self.actors]
         try:
             async with asyncio.timeout(READY_TIMEOUT_S):
-                replies = await asyncio.gather(*refs)
+                replies = await asyncio.gather(*refs, return_exceptions=True)
         except TimeoutError:
-            raise AwmError(f"--ray: episode actors not ready after {READY_TIMEOUT_S:g}s (is a CPU free on every "
-                           "node? `ray status` shows what the cluster can place)") from None
-        except ray.exceptions.RayError as exc:
-            raise AwmError(f"--ray: an episode actor failed to start: {_first_line(exc)}") from None
+            raise ConfigError(f"--ray: episode actors not ready after {READY_TIMEOUT_S:g}s (is a CPU free on every "
+                              "node? `ray status` shows what the cluster can place)") from None
         for actor, reply in zip(self.actors, replies, strict=True):
+            if isinstance(reply, ray.exceptions.RayActorError):  # its node died or is dying: go on without it
+                self._lose(actor, reply)
+                continue
+            if isinstance(reply, BaseException):
+                raise ConfigError(f"--ray: an episode actor failed to start: {_first_line(reply)}")
             if "error" in reply:
-                error = ConfigError if reply.get("config") else AwmError
-                raise error(f"--ray: node {reply.get('ip') or actor.node[:12]}: {reply['error']}")
+                raise ConfigError(f"--ray: node {reply.get('ip') or actor.node[:12]}: {reply['error']}")
             actor.ip, actor.pid = reply["ip"], reply["pid"]
-        nodes = len({a.node for a in self.actors})
-        self.progress.shards = len(self.actors)
-        self.progress.where = f"Ray: {len(self.actors)} actors on {nodes} nodes"
+        live = [a for a in self.actors if a.alive]
+        if not live:
+            raise ConfigError(f"--ray {config.ray}: no episode actor started (their nodes died while starting)")
+        if len(live) < len(self.actors):
+            log.warning("ray_started_short", actors=len(live), planned=len(self.actors),
+                        concurrency=sum(a.capacity for a in live))
+        nodes = len({a.node for a in live})
+        self.progress.shards = len(live)
+        self.progress.where = f"Ray: {len(live)} actors on {nodes} nodes"
         self.progress.endpoints = self.endpoints
         log.info("ray_started", address=config.ray, nodes=nodes, driver_node=here, actors=[
-            {"actor": a.index, "node": a.node, "ip": a.ip, "pid": a.pid, "capacity": a.capacity} for a in self.actors])
+            {"actor": a.index, "node": a.node, "ip": a.ip, "pid": a.pid, "capacity": a.capacity} for a in live])
         self._background = [asyncio.create_task(self._beats()), asyncio.create_task(self._relay_stop())]
 
     def _init(self, prep: PreparedRun, run_id: str) -> dict[str, Any]:
