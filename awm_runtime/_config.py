@@ -95,6 +95,21 @@ class RunConfig(BaseModel):
     # Scheduler (issue 8): worker processes for one run, and the grace period of a stop request.
     shards: int | Literal["auto"] = "auto"
     grace_s: float = Field(default=30.0, ge=0)
+    # Runs on a Ray cluster (issue 17): its address (host:port, or auto); None runs on this machine.
+    # With it, `shards` counts episode actors per node.
+    ray: str | None = None
+
+    @field_validator("ray", mode="before")
+    @classmethod
+    def _ray(cls, v: Any) -> Any:
+        if isinstance(v, str):
+            v = v.strip()
+            if v in ("", "none"):
+                return None
+            if v.startswith("ray://"):
+                raise ValueError("ray:// (Ray Client) is not supported: run awm-run on a node of the cluster and "
+                                 "pass the cluster's address (host:port) or auto")
+        return v
 
     @field_validator("shards", mode="before")
     @classmethod

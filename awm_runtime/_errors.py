@@ -6,11 +6,13 @@
     │                          | context | content_filter | auth | not_found | bad_request | fatal
     ├── WorldError             scenario code failed to load, hung, or killed its worker
     ├── VerifierError          a verifier crashed, hung or returned nonsense
+    ├── WorkerLost             the process running an episode died (a Ray node or actor): not recorded
     └── AgentFacingError       errors the *agent* should see and may recover from
         └── FormatError(kind)  a reply that meant to act but cannot be executed
 
 Everything except AgentFacingError is fatal to the episode and is recorded as
-`outcome: error` (infrastructure), never as the agent's failure.
+`outcome: error` (infrastructure), never as the agent's failure; except WorkerLost: an episode
+whose process died has no record at all, so `--resume` runs it again.
 """
 
 from __future__ import annotations
@@ -63,6 +65,15 @@ class WorldError(AwmError):
 
 class VerifierError(AwmError):
     """The verifier could not produce a verdict."""
+
+
+class WorkerLost(AwmError):
+    """The process that ran (or was to run) an episode is gone; the episode is not recorded.
+    `stopping`: it was not run because the run is stopping, which is no loss."""
+
+    def __init__(self, message: str, *, stopping: bool = False) -> None:
+        super().__init__(message)
+        self.stopping = stopping
 
 
 class AgentFacingError(AwmError):

@@ -172,6 +172,14 @@ class ModelRef(_Model):
     protocol: str | None = None  # the policy's tool-call protocol: how to re-parse its replies
 
 
+class WorkerRef(_Model):
+    """Which process ran an episode: its Ray node id (None off Ray), host and pid."""
+
+    node: str | None = None
+    host: str = ""
+    pid: int = 0
+
+
 class ErrorInfo(_Model):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
@@ -243,6 +251,7 @@ class EpisodeRecord(_Model):
     group_id: str | None = None
     advantage: float | None = None
     group: GroupInfo | None = None
+    worker: WorkerRef | None = None
 
     @property
     def key(self) -> tuple[str, str, int, int]:

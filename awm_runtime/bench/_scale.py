@@ -37,6 +37,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--shards", default="auto", metavar="N|auto", help="worker processes (default auto)")
     p.add_argument("--scenarios", default="*", metavar="GLOB", help="built-in scenarios to draw tasks from")
     p.add_argument("--out", type=Path, default=None, metavar="DIR", help="keep the run directory here")
+    p.add_argument("--ray", action="store_true",
+                   help="also run on a Ray cluster started on loopback for the bench (--ray-nodes nodes of "
+                        "--ray-cpus CPUs): efficiency against one process at the same load, and each node's overhead")
+    p.add_argument("--ray-nodes", type=int, default=2, metavar="N", help="nodes of the --ray cluster (default 2)")
+    p.add_argument("--ray-cpus", type=int, default=1, metavar="N", help="CPUs of each --ray node (default 1)")
     p.add_argument("--stack", choices=("full", "scheduler"), default="full",
                    help="full: HTTP model server, chat policy, AWM worlds; scheduler: the scheduler alone, with a "
                         "policy that sleeps the latency and an in-memory world (one process)")
@@ -108,16 +113,29 @@ def _steady(samples: list[dict[str, float]], n: int,
 
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
+    n, latency = args.episodes, args.latency
+    out = args.out or Path(tempfile.mkdtemp(prefix="awm-bench-scale-")) / "run"
+    if args.stack == "scheduler":
+        prep = _scheduler_stack(n, latency, args.waves, out)
+        summary, samples, base_rss, cpu = await _measure(prep, None)
+        return _report(args, summary, out, samples, base_rss, prep.config.repeats, cpu)
+    if args.ray:
+        from awm_runtime.bench._scale_ray import compare
+
+        return await compare(args, full_stack, _report)
+    summary, samples, base_rss, cpu, repeats = await full_stack(args, out)
+    return _report(args, summary, out, samples, base_rss, repeats, cpu)
+
+
+async def full_stack(args: argparse.Namespace, out: Path, ray: str | None = None,
+                     shards: int | str | None = None) -> tuple[dict[str, Any], list[dict[str, float]], float,
+                                                               dict[str, float], int]:
+    """The full stack against the loopback model server, in this process, its shards, or on `ray`."""
     from awm_runtime import RunConfig
     from awm_runtime.scheduler import prepare
 
     n, latency = args.episodes, args.latency
     tmp = Path(tempfile.mkdtemp(prefix="awm-bench-scale-"))
-    out = args.out or tmp / "run"
-    if args.stack == "scheduler":
-        prep = _scheduler_stack(n, latency, args.waves, out)
-        summary, samples, base_rss, cpu = await _measure(prep, None)
-        return _report(args, summary, out, samples, base_rss, prep.config.repeats, cpu)
     server, url = _start_server(latency, 600 + args.waves * 300 * latency)
     try:
         (tmp / "awm.toml").write_text(
@@ -125,7 +143,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             f'protocol = "native"\nmax_concurrency = {n}\ntimeout_s = {latency * 4 + 120}\n')
         os.environ["AWM_BENCH_KEY"] = "bench-key"
         config = RunConfig(policy="loop", expert="none", scenarios=args.scenarios, concurrency=n, repeats=1,
-                           shards=args.shards, out=out, config_path=tmp / "awm.toml", grace_s=5)
+                           shards=args.shards if shards is None else shards, out=out, config_path=tmp / "awm.toml",
+                           grace_s=5, ray=ray)
         prep = await prepare(config)
         repeats = max(1, math.ceil(n * args.waves / len(prep.tasks)))
         prep.config = config.model_copy(update={"repeats": repeats})
@@ -137,7 +156,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         except subprocess.TimeoutExpired:
             server.kill()
             server.wait()
-    return _report(args, summary, out, samples, base_rss, repeats, cpu)
+    return summary, samples, base_rss, cpu, repeats
 
 
 async def _measure(prep: Any, server_pid: int | None) -> tuple[dict[str, Any], list[dict[str, float]], float,
@@ -156,7 +175,7 @@ async def _measure(prep: Any, server_pid: int | None) -> tuple[dict[str, Any], l
     async def sample() -> None:
         while True:
             shard_rss, other_rss = _children_rss()
-            samples.append({"t": time.monotonic() - started, "finished": progress.recorded,
+            samples.append({"t": time.monotonic() - started, "finished": progress.recorded, "cpu": cpu_s(),
                             "in_flight": progress.in_flight, "rss": rss_mib(), "children_rss": shard_rss,
                             "other_rss": other_rss})
             await asyncio.sleep(0.5)

@@ -33,8 +33,12 @@ def stats_line(p: RunProgress) -> str:
     line = (f"complete {done} · format errors {t['format_errors']} · expert calls {t['expert_calls']} · "
             f"tokens {_tokens(t['tokens'])} · ${t['cost_usd']:.4f} · infra errors {t['errors']} · "
             f"in flight {p.in_flight}")
-    if p.shards > 1:
+    if p.where:
+        line += f" · {p.where}"
+    elif p.shards > 1:
         line += f" · {p.shards} shards"
+    if p.lost:
+        line += f" · lost {p.lost}"
     return line
 
 

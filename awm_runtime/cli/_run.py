@@ -102,7 +102,11 @@ def parser() -> argparse.ArgumentParser:
     # Scheduler and logs (issue 8).
     a("--shards", type=_shards, metavar="N|auto",
       help="worker processes for this run; auto adds one per 512 episodes in flight, up to one less than "
-           "the cores (default auto)")
+           "the cores (default auto). With --ray: episode actors per node")
+    a("--ray", metavar="ADDRESS|auto|none",
+      help="run the episodes on a Ray cluster (pip install 'awm-runtime[ray]'): the address of its head "
+           "(host:port), or auto for the cluster this machine belongs to; --shards then counts episode actors "
+           "per node. Keys must be set in every node's environment (docs/runs.md)")
     a("--grace", type=float, metavar="S", dest="grace_s",
       help="on Ctrl-C/SIGTERM, seconds in-flight episodes get to finish before they are cancelled (default 30)")
     a("--log-stdout", action="store_true", help="also stream the events.jsonl lines to stdout")

@@ -55,6 +55,21 @@ class EventStream:
 
     log = debug = info = warning = warn = error = critical = exception = fatal = msg
 
+    def append_lines(self, data: bytes) -> None:
+        """Whole lines rendered elsewhere (another machine's events), newline-terminated."""
+        if not data:
+            return
+        with self._lock:
+            if self._fd is None:
+                return
+            self._buf.append(data)
+            self._size += len(data)
+            self.lines += data.count(b"\n")
+            if self._also is not None:
+                self._also.write(data.decode("utf-8", "replace"))
+            if self._size >= self._flush_bytes:
+                self._flush_locked()
+
     def _flush_locked(self) -> None:
         if not self._buf or self._fd is None:
             return

@@ -3,7 +3,8 @@ per endpoint, preflight, and optional model-call processes."""
 
 from awm_runtime.models._call_procs import shutdown, start_call_procs, stop_call_procs
 from awm_runtime.models._client import ModelClient, ModelReply, estimate_tokens
-from awm_runtime.models._limits import EndpointStats, endpoint_stats, reset_limiters
+from awm_runtime.models._cluster_limits import LeaseSource, LimitsService, use_cluster_limits
+from awm_runtime.models._limits import EndpointStats, endpoint_stats, limiter_specs, reset_limiters
 from awm_runtime.models._preflight import preflight
 from awm_runtime.models._registry import (
     BUILTIN_ALIASES,
@@ -21,6 +22,8 @@ __all__ = [
     "DEFAULT_RETRIES",
     "ROLES",
     "EndpointStats",
+    "LeaseSource",
+    "LimitsService",
     "ModelClient",
     "ModelConfig",
     "ModelRegistry",
@@ -29,6 +32,7 @@ __all__ = [
     "apply_routes",
     "endpoint_stats",
     "estimate_tokens",
+    "limiter_specs",
     "load_registry",
     "load_toml",
     "preflight",
@@ -36,4 +40,5 @@ __all__ = [
     "shutdown",
     "start_call_procs",
     "stop_call_procs",
+    "use_cluster_limits",
 ]

@@ -7,9 +7,10 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from typing import Any
 
 # A 429 halves the limit at most once per this many seconds: the calls already in flight when the
 # first 429 arrives come back 429 too, and must not collapse the limit to 1.
@@ -42,6 +43,7 @@ class _Budget:
     request takes what it needs); callers wait while the level is not positive."""
 
     def __init__(self, per_minute: int) -> None:
+        self.per_minute = per_minute
         self.rate = per_minute / 60.0
         self.capacity = max(1.0, self.rate * BURST_S)
         self.level = self.capacity
@@ -127,7 +129,7 @@ class EndpointLimiter:
         except asyncio.CancelledError:
             if waiter.done() and not waiter.cancelled():
                 self._release()  # the slot was handed to us just as we were cancelled: pass it on
-            else:
+            elif waiter in self._waiters:  # a wake-up may already have dropped our cancelled future
                 self._waiters.remove(waiter)
             raise
 
@@ -157,7 +159,7 @@ class EndpointLimiter:
     @asynccontextmanager
     async def slot(self, estimate_tokens: int = 0) -> AsyncIterator[Slot]:
         """Admission for one HTTP attempt: rpm/tpm budget first, then a concurrency slot."""
-        loop = asyncio.get_running_loop()
+        loop = asyncio.get_running_loop()  # admit(), inlined: this is the hot path of every model call
         if loop is not self._loop:  # a new run in this process: waiters of a dead loop never wake
             self._loop, self._budget_lock = loop, asyncio.Lock()
             self._waiters.clear()
@@ -173,6 +175,32 @@ class EndpointLimiter:
         finally:
             self.calls += 1
             self._release()
+
+    async def admit(self, estimate_tokens: int = 0) -> Slot:
+        """Wait for the budget and a slot; the caller must call `finish()` once the attempt is over
+        (`slot()` does both; the cluster-wide limits hold a slot across calls)."""
+        loop = asyncio.get_running_loop()
+        if loop is not self._loop:  # a new run in this process: waiters of a dead loop never wake
+            self._loop, self._budget_lock = loop, asyncio.Lock()
+            self._waiters.clear()
+        self.queued += 1
+        try:
+            if self.rpm or self.tpm:
+                await self._spend_budget(estimate_tokens)
+            await self._acquire()
+        finally:
+            self.queued -= 1
+        return Slot(self, estimate_tokens)
+
+    def finish(self) -> None:
+        """An admitted attempt is over: count it and hand its slot on."""
+        self.calls += 1
+        self._release()
+
+    def spec(self) -> dict[str, Any]:
+        """The configured limits (after tightening), to rebuild this limiter elsewhere."""
+        return {"endpoint": self.endpoint, "limit": self.max_limit, "rpm": self.rpm.per_minute if self.rpm else None,
+                "tpm": self.tpm.per_minute if self.tpm else None, "roles": sorted(self.roles)}
 
     # -- adaptation ------------------------------------------------------------------------------
 
@@ -215,7 +243,19 @@ class EndpointLimiter:
                              self.rate_limited, self.retries, self.prompt_tokens, self.completion_tokens)
 
 
-_limiters: dict[tuple[str, str], EndpointLimiter] = {}
+LimiterKey = tuple[str, str]
+# Builds the limiter of an endpoint: (key, limit, rpm, tpm) -> limiter. None: a limiter of this process.
+LimiterFactory = Callable[[LimiterKey, int, "int | None", "int | None"], EndpointLimiter]
+_limiters: dict[LimiterKey, EndpointLimiter] = {}
+_factory: LimiterFactory | None = None
+
+
+def use_limiter_factory(factory: LimiterFactory | None) -> None:
+    """Build the limiters of clients created from now on with `factory` (e.g. leases from limits
+    that hold across a cluster); None goes back to limiters of this process. Forgets every limiter."""
+    global _factory
+    _factory = factory
+    _limiters.clear()
 
 
 def limiter_for(endpoint: str, key_env: str | None, limit: int, role: str, *, rpm: int | None = None,
@@ -223,11 +263,17 @@ def limiter_for(endpoint: str, key_env: str | None, limit: int, role: str, *, rp
     key = (endpoint, key_env or "")
     lim = _limiters.get(key)
     if lim is None:
-        lim = _limiters[key] = EndpointLimiter(endpoint, limit, rpm=rpm, tpm=tpm)
+        lim = EndpointLimiter(endpoint, limit, rpm=rpm, tpm=tpm) if _factory is None else _factory(key, limit, rpm, tpm)
+        _limiters[key] = lim
     else:
         lim.tighten(limit, rpm, tpm)
     lim.roles.add(role)
     return lim
+
+
+def limiter_specs() -> dict[LimiterKey, dict[str, Any]]:
+    """Every endpoint limiter of this process, as configured (see `EndpointLimiter.spec`)."""
+    return {key: lim.spec() for key, lim in _limiters.items()}
 
 
 def endpoint_stats() -> list[EndpointStats]:

@@ -8,21 +8,23 @@ the intake of units; in-flight units get the grace period, then are cancelled an
 from __future__ import annotations
 
 import asyncio
+import os
+import socket
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from awm_runtime._errors import AwmError
+from awm_runtime._errors import AwmError, WorkerLost
 from awm_runtime._events import EpisodeEnded
 from awm_runtime._interfaces import Sink, WorldSession
-from awm_runtime._types import EpisodeRecord, EpisodeSpec, ErrorInfo, Task
+from awm_runtime._types import EpisodeRecord, EpisodeSpec, ErrorInfo, Task, WorkerRef
 from awm_runtime.episode import Harness, run_episode
 from awm_runtime.scheduler._control import RunControl, must_finish
 
 if TYPE_CHECKING:
-    from awm_runtime._units import Unit
+    from awm_runtime._units import EpisodeRunner, Unit
     from awm_runtime.scheduler._prepare import PreparedRun
 
 log = structlog.get_logger("awm_runtime.scheduler")
@@ -36,8 +38,12 @@ class EpisodePool:
     finished unit's records to `done` (awaited to the end even under cancellation)."""
 
     def __init__(self, prep: PreparedRun, *, run_id: str, sinks: Sequence[Sink], concurrency: int,
-                 control: RunControl) -> None:
+                 control: RunControl, worker: WorkerRef | None = None, runner: EpisodeRunner | None = None) -> None:
         self.prep = prep
+        self.worker = worker or WorkerRef(host=socket.gethostname(), pid=os.getpid())  # stamped on every record
+        # Runs one episode elsewhere (a Ray actor) instead of here; its records say who ran them.
+        self.runner = runner
+        self.lost = 0  # episodes whose process died (WorkerLost): not recorded
         self.run_id = run_id
         self.sinks = list(sinks)
         self.concurrency = concurrency
@@ -72,7 +78,14 @@ class EpisodePool:
             unit = await next_unit()
             if unit is None or self.control.stop_requested:
                 return
-            records = await self._run_unit(unit)
+            try:
+                records = await self._run_unit(unit)
+            except WorkerLost as exc:  # not recorded: --resume runs the unit again
+                if not exc.stopping:
+                    self.lost += len(unit.specs)
+                    log.warning("unit_lost", episodes=len(unit.specs), keys=[list(k) for k in unit.keys],
+                                error=str(exc))
+                continue
             await must_finish(done(unit, records))
 
     async def _run_unit(self, unit: Unit) -> list[EpisodeRecord]:
@@ -95,7 +108,11 @@ class EpisodePool:
         async with self._slots:
             self.in_flight += 1
             try:
-                return await self.one(spec)
+                if self.runner is not None:
+                    return await self.runner(spec)
+                record = await self.one(spec)
+                record.worker = self.worker
+                return record
             finally:
                 self.in_flight -= 1
 

@@ -124,6 +124,9 @@ async def _prepare(config: RunConfig, registry: Any, world: RunWorld, check: boo
 
         planner = GroupPlanner.from_config(config, tasks, harnesses)
     roles = [(role, client.config) for (role, _alias), client in ctx.clients.items()]
+    secrets = [s for _, cfg in roles if cfg.api_key_env and (s := os.environ.get(cfg.api_key_env, ""))]
+    if config.ray:  # a Ray driver runs no episode: its actors check the endpoints and keys on their nodes
+        return PreparedRun(config, world, tasks, harnesses, ctx, secrets, planner)
     try:
         await start_call_procs(config.model_procs, [cfg for _, cfg in roles])
         if check:
@@ -136,7 +139,6 @@ async def _prepare(config: RunConfig, registry: Any, world: RunWorld, check: boo
         from awm_runtime.models._litellm import litellm
 
         await asyncio.to_thread(litellm)
-    secrets = [s for _, cfg in roles if cfg.api_key_env and (s := os.environ.get(cfg.api_key_env, ""))]
     return PreparedRun(config, world, tasks, harnesses, ctx, secrets, planner)
 
 

@@ -38,8 +38,10 @@ class RunProgress:
     already_done: int = 0
     recorded: int = 0
     cancelled: int = 0
+    lost: int = 0  # episodes whose process died (a Ray node or actor): not recorded, --resume runs them
     in_flight: int = 0
     shards: int = 1
+    where: str = ""  # where episodes run when not in this process, e.g. "Ray: 4 actors on 2 nodes"
     stopping: bool = False
     stats: RunStats = field(default_factory=RunStats)
     started: float = field(default_factory=time.monotonic)

@@ -14,7 +14,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import structlog
 
@@ -22,7 +22,7 @@ from awm_runtime._config import RunConfig
 from awm_runtime._errors import ConfigError
 from awm_runtime._interfaces import Sink
 from awm_runtime._types import EpisodeRecord
-from awm_runtime._units import Unit
+from awm_runtime._units import EpisodeRunner, Unit
 from awm_runtime.logs import (
     EVENTS,
     MANIFEST,
@@ -42,6 +42,9 @@ from awm_runtime.scheduler._manifest import manifest, out_dir
 from awm_runtime.scheduler._prepare import PreparedRun, prepare
 from awm_runtime.scheduler._processes import resolve_shards, run_sharded
 from awm_runtime.scheduler._progress import RunProgress, endpoint_dicts
+
+if TYPE_CHECKING:
+    from awm_runtime.scheduler._ray import RayCluster
 
 log = structlog.get_logger("awm_runtime.scheduler")
 
@@ -69,12 +72,13 @@ async def run(config: RunConfig, *, sinks: Sequence[Sink] = (), prepared: Prepar
     prep = prepared or await prepare(config)
     out, previous = out_dir(config)
     run_id = str(previous["run_id"]) if previous and previous.get("run_id") else uuid.uuid4().hex
-    if prep.planner is not None and config.shards not in ("auto", 1):
+    if prep.planner is not None and config.ray is None and config.shards not in ("auto", 1):
         raise ConfigError("--group-size runs in one process (groups are planned stage by stage and finalised "
                           "together): use --shards 1")
-    shards = 1 if prep.planner is not None else resolve_shards(config.shards, config.concurrency)
-    if shards > 1 and sinks:
-        raise ConfigError("custom sinks see the episodes of their own process only: use --shards 1 with sinks")
+    shards = 1 if prep.planner is not None or config.ray else resolve_shards(config.shards, config.concurrency)
+    if (shards > 1 or config.ray) and sinks:
+        raise ConfigError("custom sinks see the episodes of their own process only: use --shards 1 with sinks, "
+                          "and no --ray")
     control = control or RunControl(config.grace_s)
     progress = progress or RunProgress()
     writer = RunDirWriter(out)
@@ -100,6 +104,7 @@ async def run(config: RunConfig, *, sinks: Sequence[Sink] = (), prepared: Prepar
     lag = LoopLag()
     background = [asyncio.create_task(lag.run()), asyncio.create_task(_heartbeat(events, progress, lag))]
     outcome: dict[str, Any] = {}
+    cluster: RayCluster | None = None
 
     async def record(unit: Unit, records: list[EpisodeRecord]) -> None:
         fresh = [r for r in records if (r.arm, r.scenario, r.task_idx, r.repeat) not in done]
@@ -109,9 +114,17 @@ async def run(config: RunConfig, *, sinks: Sequence[Sink] = (), prepared: Prepar
         progress.recorded += len(fresh)
 
     try:
+        if config.ray:
+            from awm_runtime.scheduler._ray import RayCluster
+
+            cluster = await RayCluster.start(config, prep, run_id, events, control, progress)
+            shards = progress.shards
         for stage in prep.stages():  # a stage is planned only after the one before it has finished
             units = (u for u in stage if not all(k in done for k in u.keys))
-            if shards > 1:
+            if cluster is not None:  # the driver plans, feeds and records; the actors run the episodes
+                outcome = await run_local(config, prep, run_id, [], units, control, progress, record,
+                                          runner=cluster.run_episode)
+            elif shards > 1:
                 outcome = await run_sharded(config, prep, run_id, out, shards, units, control, progress, writer,
                                             done)
             else:
@@ -120,11 +133,14 @@ async def run(config: RunConfig, *, sinks: Sequence[Sink] = (), prepared: Prepar
             if control.stop_requested:
                 break
     finally:
+        if cluster is not None:
+            outcome = {**outcome, **await must_finish(cluster.close())}
         for t in background:
             t.cancel()
         summary = {"run_id": run_id, "out": str(out), "wall_s": round(time.perf_counter() - started, 3),
                    "planned": prep.planned, "already_done": len(done), "recorded": progress.recorded,
                    "not_run": prep.planned - len(done) - progress.recorded, "cancelled": progress.cancelled,
+                   **({"lost": progress.lost} if progress.lost else {}),
                    "interrupted": control.stop_requested, "stop_reason": control.reason, "shards": shards,
                    "concurrency": config.concurrency, "loop_lag_ms": lag.to_dict(), "peak_rss_mib":
                    round(peak_rss_mib(), 1), **outcome, **progress.stats.to_dict(),
@@ -144,9 +160,11 @@ async def run(config: RunConfig, *, sinks: Sequence[Sink] = (), prepared: Prepar
 
 async def run_local(config: RunConfig, prep: PreparedRun, run_id: str, sinks: Sequence[Sink],
                     units: Iterator[Unit], control: RunControl, progress: RunProgress,
-                    record: Callable[[Unit, list[EpisodeRecord]], Awaitable[None]]) -> dict[str, Any]:
-    """The whole run in this process's event loop."""
-    pool = EpisodePool(prep, run_id=run_id, sinks=sinks, concurrency=config.concurrency, control=control)
+                    record: Callable[[Unit, list[EpisodeRecord]], Awaitable[None]],
+                    runner: EpisodeRunner | None = None) -> dict[str, Any]:
+    """The whole run in this process's event loop (each episode run by `runner` when given: a Ray actor)."""
+    pool = EpisodePool(prep, run_id=run_id, sinks=sinks, concurrency=config.concurrency, control=control,
+                       runner=runner)
 
     async def next_unit() -> Unit | None:
         return next(units, None)
@@ -162,6 +180,7 @@ async def run_local(config: RunConfig, prep: PreparedRun, run_id: str, sinks: Se
     finally:
         tracker.cancel()
         progress.in_flight, progress.cancelled = pool.in_flight, pool.cancelled
+        progress.lost += pool.lost
     return {}
 
 

@@ -79,6 +79,8 @@ class FakeOpenAI:
         self.default = default or Reply()
         self.max_lifetime_s = max_lifetime_s
         self.requests: list[dict[str, Any]] = []
+        self.in_flight = 0  # chat completions being answered right now
+        self.max_in_flight = 0  # the most ever answered at once (concurrency limits are checked against it)
         self._port = port
         self._server: Any = None
         self._thread: threading.Thread | None = None
@@ -119,17 +121,27 @@ class FakeOpenAI:
             if denied:
                 self.requests.append(body)
                 return denied
-            reply = await asyncio.to_thread(self.next_reply, body) if self.responder else self.next_reply(body)
-            if reply.hang:
-                await asyncio.sleep(self.max_lifetime_s)
-            if reply.delay_s:
-                await asyncio.sleep(reply.delay_s)
-            if reply.body is not None:
-                return Response(reply.body, status_code=reply.status, headers=reply.headers,
-                                media_type="application/json")
-            return JSONResponse(_completion(body, reply), status_code=reply.status, headers=reply.headers)
+            with self._lock:
+                self.in_flight += 1
+                self.max_in_flight = max(self.max_in_flight, self.in_flight)
+            try:
+                return await self._answer(body)
+            finally:
+                with self._lock:
+                    self.in_flight -= 1
 
         return app
+
+    async def _answer(self, body: dict[str, Any]) -> Response:
+        reply = await asyncio.to_thread(self.next_reply, body) if self.responder else self.next_reply(body)
+        if reply.hang:
+            await asyncio.sleep(self.max_lifetime_s)
+        if reply.delay_s:
+            await asyncio.sleep(reply.delay_s)
+        if reply.body is not None:
+            return Response(reply.body, status_code=reply.status, headers=reply.headers,
+                            media_type="application/json")
+        return JSONResponse(_completion(body, reply), status_code=reply.status, headers=reply.headers)
 
     def start(self) -> FakeOpenAI:
         import uvicorn

@@ -52,3 +52,12 @@ def test_arms_may_switch_protocol_and_thinking() -> None:
     config = build_run_config({"arms": ["meta:protocol=awm,enable_thinking=false"], "protocol": "hermes"})
     assert config.protocol == "hermes"
     assert config.for_arm(config.arm_list()[0]).protocol == "awm"
+
+
+def test_ray_address_none_means_this_machine_and_ray_client_is_refused() -> None:
+    assert build_run_config({}, env={}).ray is None
+    assert build_run_config({"ray": " auto "}, env={}).ray == "auto"
+    assert build_run_config({"ray": "none"}, {"ray": "10.0.0.1:6379"}, env={}).ray is None  # --ray none beats a file
+    assert build_run_config({}, env={"AWM_RAY": "10.0.0.1:6379"}).ray == "10.0.0.1:6379"
+    with pytest.raises(ConfigError, match=r"--ray: .*Ray Client"):
+        build_run_config({"ray": "ray://head:10001"}, env={})

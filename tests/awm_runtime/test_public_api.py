@@ -17,6 +17,14 @@ def test_all_is_sorted_and_complete() -> None:
 
 
 def test_import_does_not_pull_heavy_sdks() -> None:
-    code = "import sys, awm_runtime; print(sorted(m for m in ('litellm', 'fastapi', 'openai') if m in sys.modules))"
+    code = ("import sys, awm_runtime; "
+            "print(sorted(m for m in ('litellm', 'fastapi', 'openai', 'ray') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_ray_is_imported_only_by_runs_on_a_cluster() -> None:
+    code = ("import sys, awm_runtime.scheduler, awm_runtime.testing, awm_runtime.models, awm_runtime.cli._run; "
+            "print('ray' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

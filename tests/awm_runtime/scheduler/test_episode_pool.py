@@ -140,3 +140,49 @@ async def test_group_units_are_finalised_before_append_and_a_failing_finaliser_f
     assert recs[0]["reward_components"]["advantage"] == 0.5 and recs[1]["outcome"] == "complete"
     assert recs[2]["outcome"] == recs[3]["outcome"] == "error"
     assert recs[2]["error"]["class"] == "FinalizeError.ValueError"
+
+
+async def test_a_runner_runs_episodes_elsewhere_and_a_lost_one_is_left_for_resume(tmp_path: Path) -> None:
+    """The seam the Ray executor uses: records come from the runner as they are; WorkerLost records nothing."""
+    from awm_runtime._errors import WorkerLost
+    from awm_runtime._types import WorkerRef
+    from awm_runtime.scheduler import EpisodePool
+
+    world = MemoryWorld(6)
+    prep = prepared(tmp_path / "run", world, StepPolicy(), concurrency=3)
+    local = EpisodePool(prep, run_id="r", sinks=[], concurrency=1, control=RunControl())
+    elsewhere = WorkerRef(node="node-b", host="10.0.0.2", pid=4242)
+
+    async def runner(spec: Any) -> EpisodeRecord:
+        if spec.task_idx == 2:
+            raise WorkerLost("its actor died, twice")
+        if spec.task_idx == 4:
+            raise WorkerLost("not run: stopping", stopping=True)
+        record = await local.one(spec)
+        record.worker = elsewhere
+        return record
+
+    pool = EpisodePool(prep, run_id="r", sinks=[], concurrency=3, control=RunControl(), runner=runner)
+    units = iter(prep.units())
+    done: list[EpisodeRecord] = []
+
+    async def next_unit() -> Unit | None:
+        return next(units, None)
+
+    async def record(unit: Unit, records: list[EpisodeRecord]) -> None:
+        done.extend(records)
+
+    await pool.run(next_unit, record)
+    assert sorted(r.task_idx for r in done) == [0, 1, 3, 5]
+    assert all(r.worker == elsewhere for r in done)  # the runner's worker, not this process
+    assert pool.lost == 1  # the stopping one is not a loss
+
+
+async def test_local_records_say_which_process_ran_them(tmp_path: Path) -> None:
+    import os
+
+    prep = prepared(tmp_path / "run", MemoryWorld(2), StepPolicy(), concurrency=2)
+    result = await run(prep.config, prepared=prep)
+    recs = lines(result.out)
+    assert all(r["worker"]["pid"] == os.getpid() and r["worker"]["node"] is None and r["worker"]["host"]
+               for r in recs)
