@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from awm_runtime.isolation import NOBODY, confine
+from awm_runtime.isolation import Confinement, Limits, confine
 from awm_runtime.verifiers import Sandbox
 
 
@@ -156,15 +156,28 @@ async def test_server_environment_has_no_secrets(monkeypatch: pytest.MonkeyPatch
         await box.aclose()
 
 
-def test_confine_forbids_processes_and_file_writes(tmp_path: Path) -> None:
-    """The OS layer on its own: after confine(), fork and file writes fail (and root has become nobody)."""
+def _capabilities() -> tuple[int, int]:
+    """(effective, permitted) capability bits of this process, from capget(2)."""
+    import ctypes
+
+    header = (ctypes.c_uint32 * 2)(0x20080522, 0)
+    data = (ctypes.c_uint32 * 6)()
+    assert ctypes.CDLL(None, use_errno=True).capget(header, data) == 0
+    return data[0] | data[3] << 32, data[1] | data[4] << 32
+
+
+def test_confine_forbids_processes_files_sockets_and_capabilities(tmp_path: Path) -> None:
+    """The OS layer on its own: after confine(), fork, file writes and sockets fail, and no capability is
+    left (root keeps uid 0 but loses every capability, so the limits and file modes bind)."""
+    import socket
+
     target = Path(tempfile.gettempdir()) / f"awm-confine-{os.getpid()}"
     pid = os.fork()
     if pid == 0:  # pragma: no cover - runs in the child
         code = 0
         try:
-            confine(cpu_s=5, memory_mb=512)
-            if os.getuid() not in (NOBODY, os.getuid()) or (os.geteuid() == 0):
+            confine(Confinement(Limits(memory_mb=512, cpu_s=5)))
+            if _capabilities() != (0, 0):
                 code |= 1
             try:
                 os.fork()
@@ -177,12 +190,16 @@ def test_confine_forbids_processes_and_file_writes(tmp_path: Path) -> None:
                 code |= 4
             except OSError:
                 pass
+            try:
+                socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+                code |= 8
+            except OSError:
+                pass
         finally:
             os._exit(code)
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
-    assert not target.exists() or target.stat().st_size == 0
-    target.unlink(missing_ok=True)
+    assert not target.exists()
 
 
 async def test_time_spent_queued_is_not_charged_to_a_verifier(monkeypatch: pytest.MonkeyPatch) -> None:

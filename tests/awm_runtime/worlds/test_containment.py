@@ -150,8 +150,9 @@ def test_workers_die_with_their_parent(trap_dir: Any) -> None:
     assert all(process_gone(p) for p in pids)
 
 
-async def test_a_full_worker_is_recycled_and_scenarios_reload(tmp_path: Any) -> None:
-    """With room for one scenario per worker, alternating scenarios restart it; state lives in the DB files."""
+async def test_a_full_pool_stops_idle_workers_and_scenarios_reload(tmp_path: Any) -> None:
+    """With room for one world worker, alternating scenarios stop one and start the other; state lives in the
+    DB files."""
     from awm_runtime.worlds import WorldOptions, load_worlds
     from awm_runtime.worlds._pack import merge_rows, scenario_rows, write_dataset
     from tests.awm_runtime.worlds.trap_data import TRAP_APP
@@ -159,7 +160,7 @@ async def test_a_full_worker_is_recycled_and_scenarios_reload(tmp_path: Any) -> 
     table = [{"name": "items", "ddl": "CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT NOT NULL)"}]
     write_dataset(tmp_path, merge_rows(*(scenario_rows(name, TRAP_APP, tables=table, inserts={}, tasks=["x"])
                                          for name in ("One", "Two"))))
-    world = load_worlds(tmp_path, options=WorldOptions(workers=1, max_scenarios_per_worker=1))
+    world = load_worlds(tmp_path, options=WorldOptions(workers=1, max_world_workers=1))
     try:
         one = await world.open(task(world, "one"), episode_id="one")
         two = await world.open(task(world, "two"), episode_id="two")
@@ -167,6 +168,6 @@ async def test_a_full_worker_is_recycled_and_scenarios_reload(tmp_path: Any) -> 
             for session in (one, two):
                 result = await session.call_tool(call("add_item", {"name": f"n{i}"}))
                 assert f'"count": {i + 1}' in result.text
-        assert world.pool.workers[0].started >= 4 and world.pool.replaced == 0
+        assert world.pool.started >= 4 and world.pool.replaced == 0
     finally:
         await world.aclose()
