@@ -231,3 +231,15 @@ def test_hostile_world_and_verifier_code_stay_inside(setup: Setup) -> None:
         assert conn.execute("SELECT count(*) FROM secrets").fetchone() == (1,)
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["containment"]["statement"].startswith("landlock v") and not manifest["containment"]["unsafe"]
+    assert manifest["containment"]["uid"] == (pwd.getpwnam(s.user).pw_uid if s.user else os.getuid())
+
+
+def test_unsafe_no_sandbox_is_stated_in_the_header_and_the_manifest(tmp_path: Path) -> None:
+    from tests.e2e.test_awm_run import awm_run
+
+    out = tmp_path / "run"
+    proc = awm_run("--scenarios", "shopfront*", "--tasks", "0", "--out", str(out), "--quiet", "--unsafe-no-sandbox")
+    assert proc.returncode == 0, proc.stderr
+    assert "awm-run: containment: NONE (--unsafe-no-sandbox)" in proc.stderr
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["containment"]["unsafe"] is True and manifest["config"]["unsafe_no_sandbox"] is True

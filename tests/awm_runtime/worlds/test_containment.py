@@ -171,3 +171,22 @@ async def test_a_full_pool_stops_idle_workers_and_scenarios_reload(tmp_path: Any
         assert world.pool.started >= 4 and world.pool.replaced == 0
     finally:
         await world.aclose()
+
+
+async def test_a_key_a_world_returns_never_reaches_the_model_or_the_record(trap_world: Any) -> None:
+    """A world that found a key (here: handed it back) cannot pass it to the policy or the episode record."""
+    from awm_runtime._build import build_shaper
+    from awm_runtime.logs import REDACTED, register_secrets
+
+    key = "sk-world-found-0123456789abcdef"
+    register_secrets([key])
+    t = task(trap_world, "trap")
+    session = await trap_world.open(t, episode_id="leak")
+    try:
+        harness = Harness(policy=ScriptedPolicy([("echo", {"tag": key}), "done"]), shaper=build_shaper("awm"))
+        record = await run_episode(EpisodeSpec(scenario=t.scenario, task_idx=0), t, session, harness)
+    finally:
+        await session.close()
+    world = [m for m in record.messages if m.source == "world"]
+    assert world and REDACTED in world[0].content and all(key not in m.content for m in world)
+    # (the scripted policy typed the key itself, in its call; the run-directory writer scrubs that too)
