@@ -51,9 +51,9 @@ class _SockFprog(ctypes.Structure):
 
 @cache
 def _lib() -> ctypes.CDLL | None:
-    for name in ("libseccomp.so.2", "find"):
-        if name == "find":
-            name = ctypes.util.find_library("seccomp")
+    for candidate in ("libseccomp.so.2", "find"):
+        # find_library runs ldconfig: only when the usual name is missing (and never in a confined child)
+        name = ctypes.util.find_library("seccomp") if candidate == "find" else candidate
         if name:
             try:
                 lib = ctypes.CDLL(name, use_errno=True)
@@ -85,7 +85,7 @@ def _refuse(lib: ctypes.CDLL, ctx: int, name: str, code: int = errno.EPERM, *con
         raise OSError(-rc, f"seccomp rule for {name}: {os.strerror(-rc)}")
 
 
-def compile_filter(*, threads: bool, pid: int) -> bytes:  # noqa: C901
+def compile_filter(*, threads: bool, pid: int) -> bytes:
     """The BPF program for a process `pid` (signals only to itself); `threads`: may it start threads."""
     lib = _lib()
     if lib is None:

@@ -25,7 +25,6 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
-from awm_runtime.isolation import prepare as prepare_confinement
 from awm_runtime.isolation import (
     HEADER,
     MAX_FRAME,
@@ -39,6 +38,7 @@ from awm_runtime.isolation import (
     protocol_fds,
     write_all,
 )
+from awm_runtime.isolation import prepare as prepare_confinement
 from awm_runtime.verifiers._restrict import Refused, module_proxies, run_verifier
 
 MAX_RESULT = 8 << 20

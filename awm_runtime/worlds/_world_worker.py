@@ -32,7 +32,6 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from awm_runtime.isolation import prepare as prepare_confinement
 from awm_runtime.isolation import (
     Confinement,
     Limits,
@@ -44,6 +43,7 @@ from awm_runtime.isolation import (
     read_frame_fd,
     write_all,
 )
+from awm_runtime.isolation import prepare as prepare_confinement
 from awm_runtime.worlds._dbbuild import build_database
 from awm_runtime.worlds._format import Scenario, TableDef
 from awm_runtime.worlds._host import ScenarioHost

@@ -182,10 +182,8 @@ def _discard_worker(task: asyncio.Future[tuple[int, list[int]]]) -> None:
     pid, fds = task.result()
     for fd in fds:
         os.close(fd)
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
 
 
 def _reap_later(coro: Any) -> None:
@@ -278,10 +276,8 @@ class _WorldWorker:
 
     def kill(self) -> None:
         if self.pid is not None:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(self.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
         self._forget()
 
     async def stop(self) -> None:
@@ -296,10 +292,8 @@ class _WorldWorker:
             pass
         reader_task = self._tasks[0] if self._tasks else None
         if reader_task is not None:
-            try:
+            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(asyncio.shield(reader_task), 2.0)
-            except TimeoutError:
-                pass
         if self.pid == pid:
             self.kill()
 
@@ -506,7 +500,5 @@ class WorldWorkerPool:
             self.zygote.sock.close()
             self.zygote.sock = None
         if self.zygote.proc is not None and self.zygote.proc.returncode is None:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(self.zygote.proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass

@@ -16,18 +16,18 @@ from awm_runtime.worlds._pack import merge_rows, scenario_rows, write_dataset
 
 KEY_MARK = "sk-hostile-"  # every fake key the tests set starts with this
 
-HOSTILE_APP = '''
+HOSTILE_APP = f'''
 import ctypes, os, socket, sqlite3, sys, threading, time
 from fastapi import FastAPI, Query
 from pydantic import BaseModel
 from sqlalchemy import Column, Integer, String, create_engine
 from sqlalchemy.orm import declarative_base, sessionmaker
 
-engine = create_engine(os.getenv("DATABASE_PATH", "sqlite:///x.db"), connect_args={"check_same_thread": False})
+engine = create_engine(os.getenv("DATABASE_PATH", "sqlite:///x.db"), connect_args={{"check_same_thread": False}})
 SessionLocal = sessionmaker(bind=engine)
 Base = declarative_base()
 app = FastAPI(title="Hostile")
-MARK = "%(mark)s"
+MARK = "{KEY_MARK}"
 
 
 class Item(Base):
@@ -44,9 +44,9 @@ def attempt(fn):
     try:
         value = fn()
     except BaseException as exc:
-        return {"blocked": True, "error": f"{type(exc).__name__}: {exc}"[:160]}
+        return {{"blocked": True, "error": f"{{type(exc).__name__}}: {{exc}}"[:160]}}
     text = value if isinstance(value, str) else repr(value)
-    return {"blocked": False, "leaked_key": MARK in text, "got": text[:160]}
+    return {{"blocked": False, "leaked_key": MARK in text, "got": text[:160]}}
 
 
 def read(path, n=1 << 16):
@@ -73,18 +73,18 @@ async def add_item(name: str = Query(...)):
 @app.get("/probe/secrets", operation_id="probe_secrets", summary="Look for the runtime's keys")
 async def probe_secrets():
     ppid = os.getppid()
-    out = {"own_env_has_key": any(MARK in v for v in os.environ.values())}
+    out = {{"own_env_has_key": any(MARK in v for v in os.environ.values())}}
     readable = []
     for pid in range(max(1, ppid - 20000), ppid + 50):  # the runtime started before its world zygote
         try:
-            text = read(f"/proc/{pid}/environ")
+            text = read(f"/proc/{{pid}}/environ")
         except OSError:
             continue
-        readable.append({"pid": pid, "leaked_key": MARK in text})
-    out["environ_scan"] = {"blocked": not readable, "readable": readable[:20]}
-    out["environ_ppid"] = attempt(lambda: read(f"/proc/{ppid}/environ"))
+        readable.append({{"pid": pid, "leaked_key": MARK in text}})
+    out["environ_scan"] = {{"blocked": not readable, "readable": readable[:20]}}
+    out["environ_ppid"] = attempt(lambda: read(f"/proc/{{ppid}}/environ"))
     out["environ_self"] = attempt(lambda: read("/proc/self/environ"))
-    out["mem_ppid"] = attempt(lambda: read(f"/proc/{ppid}/mem", 64))
+    out["mem_ppid"] = attempt(lambda: read(f"/proc/{{ppid}}/mem", 64))
     libc = ctypes.CDLL(None, use_errno=True)
 
     def ptrace():
@@ -117,22 +117,22 @@ async def probe_network(tcp_port: int = Query(...), udp_port: int = Query(...), 
 
     def http():
         import urllib.request
-        return urllib.request.urlopen(f"http://127.0.0.1:{tcp_port}/", timeout=2).read()
+        return urllib.request.urlopen(f"http://127.0.0.1:{{tcp_port}}/", timeout=2).read()
 
     def ipv6():
         s = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
         s.connect(("::1", tcp_port))
         return "connected"
 
-    return {"tcp": attempt(tcp), "udp": attempt(udp), "unix": attempt(unix), "http": attempt(http),
-            "ipv6": attempt(ipv6)}
+    return {{"tcp": attempt(tcp), "udp": attempt(udp), "unix": attempt(unix), "http": attempt(http),
+            "ipv6": attempt(ipv6)}}
 
 
 @app.get("/probe/files", operation_id="probe_files", summary="Read and write outside the episode")
 async def probe_files(home_file: str = Query(...), other_run_db: str = Query(...), write_targets: str = Query(...)):
     scenario_dir, workdir = dirs()
     victim = os.path.join(workdir, "victim")
-    out = {
+    out = {{
         "home_file": attempt(lambda: read(home_file)),
         "etc_passwd": attempt(lambda: read("/etc/passwd")),
         "victim_template": attempt(lambda: read(os.path.join(victim, "initial.db"))),
@@ -140,25 +140,25 @@ async def probe_files(home_file: str = Query(...), other_run_db: str = Query(...
         "workdir_listing": attempt(lambda: os.listdir(workdir)),
         "other_run_db": attempt(lambda: read(other_run_db)),
         "attach_victim": attempt(lambda: sqlite3.connect(":memory:").execute(
-            f"ATTACH '{victim}/initial.db' AS v").execute("SELECT name FROM v.items").fetchall()),
+            f"ATTACH '{{victim}}/initial.db' AS v").execute("SELECT name FROM v.items").fetchall()),
         "attach_other_run": attempt(lambda: sqlite3.connect(":memory:").execute(
-            f"ATTACH '{other_run_db}' AS o").execute("SELECT * FROM o.secrets").fetchall()),
+            f"ATTACH '{{other_run_db}}' AS o").execute("SELECT * FROM o.secrets").fetchall()),
         "write_workdir": attempt(lambda: open(os.path.join(workdir, "hostile.txt"), "w").write("x")),
         "new_file_beside_episodes": attempt(
             lambda: open(os.path.join(scenario_dir, "episodes", "hostile.db"), "w").write("x")),
         "write_template": attempt(lambda: open(os.path.join(scenario_dir, "initial.db"), "r+b").write(b"x")),
-    }
+    }}
     for i, target in enumerate(write_targets.split(",")):
-        out[f"write_{i}"] = attempt(lambda t=target: open(t, "w").write("hostile"))
+        out[f"write_{{i}}"] = attempt(lambda t=target: open(t, "w").write("hostile"))
     return out
 
 
 @app.get("/probe/processes", operation_id="probe_processes", summary="Start other programs")
 async def probe_processes():
     import subprocess
-    return {"fork": attempt(lambda: os.fork()),
+    return {{"fork": attempt(lambda: os.fork()),
             "subprocess": attempt(lambda: subprocess.run(["id"], capture_output=True).stdout),
-            "posix_spawn": attempt(lambda: os.posix_spawn("/bin/true", ["true"], {}))}
+            "posix_spawn": attempt(lambda: os.posix_spawn("/bin/true", ["true"], {{}}))}}
 
 
 @app.post("/bomb/memory", operation_id="memory_bomb", summary="Allocate until something gives")
@@ -170,7 +170,7 @@ async def memory_bomb():
     except BaseException as exc:
         got = len(hog) * 64
         hog.clear()
-        return {"allocated_mib": got, "stopped_by": type(exc).__name__}
+        return {{"allocated_mib": got, "stopped_by": type(exc).__name__}}
 
 
 @app.post("/bomb/fork", operation_id="fork_bomb", summary="Fork until something gives")
@@ -182,7 +182,7 @@ async def fork_bomb():
                 os._exit(0)
             forked += 1
     except BaseException as exc:
-        return {"forked": forked, "stopped_by": type(exc).__name__}
+        return {{"forked": forked, "stopped_by": type(exc).__name__}}
 
 
 @app.post("/bomb/threads", operation_id="thread_bomb", summary="Start threads until something gives")
@@ -193,15 +193,15 @@ async def thread_bomb():
             threading.Thread(target=time.sleep, args=(2,), daemon=True).start()
             started += 1
     except BaseException as exc:
-        return {"started": started, "stopped_by": type(exc).__name__}
-    return {"started": started, "stopped_by": None}
+        return {{"started": started, "stopped_by": type(exc).__name__}}
+    return {{"started": started, "stopped_by": None}}
 
 
 @app.post("/bomb/cpu", operation_id="cpu_spin", summary="Spin forever")
 async def cpu_spin():
     while True:
         pass
-''' % {"mark": KEY_MARK}
+'''
 
 VICTIM_APP = HOSTILE_APP.split("@app.get(\"/probe/secrets\"")[0].replace('title="Hostile"', 'title="Victim"')
 

@@ -9,6 +9,7 @@ its own episode.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import pwd
@@ -76,7 +77,8 @@ def _as_user(user: str, cmd: list[str], env: dict[str, str]) -> list[str]:
         pytest.fail(f"user {user} cannot run {sys.executable} with this checkout (make the venv, the repo and "
                     f"the Python installation readable by other users): {probe.stderr.strip()[-300:]}")
     top = "/root/" + base[len("/root/"):].split("/", 1)[0]
-    script = ('set -e; stash=$(mktemp -d); mount --bind "$0" "$stash"; mount -t tmpfs -o mode=0755,size=1m tmpfs /root; '
+    script = ('set -e; stash=$(mktemp -d); mount --bind "$0" "$stash"; '
+              'mount -t tmpfs -o mode=0755,size=1m tmpfs /root; '
               'mkdir -p "$0"; mount --bind "$stash" "$0"; shift; exec "$@"')
     return ["unshare", "-m", "--propagation", "private", "sh", "-c", script, top, "_", *plain]
 
@@ -138,10 +140,8 @@ def _received(s: Setup) -> list[str]:
             conn.close()
         except BlockingIOError:
             pass
-    try:
+    with contextlib.suppress(BlockingIOError):
         got.append(f"udp {s.udp.recv(100)!r}")
-    except BlockingIOError:
-        pass
     return got
 
 

@@ -146,7 +146,8 @@ attempt("memory_bomb", lambda: len(bytearray(8 << 30)))
 
 # Expected to work: the process's own DB, signals to itself, threads (world workers only).
 WORKS = """
-attempt("own_db", lambda: (lambda c: (c.execute("PRAGMA journal_mode=MEMORY").fetchall(), c.execute("INSERT INTO t VALUES ('x')"),
+attempt("own_db", lambda: (lambda c: (c.execute("PRAGMA journal_mode=MEMORY").fetchall(),
+                                      c.execute("INSERT INTO t VALUES ('x')"),
                                       c.commit(), c.execute("SELECT count(*) FROM t").fetchone()[0])[-1])(
     sqlite3.connect(my_db)))
 attempt("signal_self", lambda: os.kill(os.getpid(), 0))
@@ -172,7 +173,8 @@ def _nothing_received(place: dict[str, Any]) -> None:
 
 
 @pytest.mark.parametrize("kind", ["world worker", "verifier job"])
-def test_every_route_is_closed_by_the_os_alone(place: dict[str, Any], kind: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_every_route_is_closed_by_the_os_alone(place: dict[str, Any], kind: str,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     mark_private()
     v = _values(place)
