@@ -246,3 +246,49 @@ def test_the_cpu_limit_ends_a_spinning_process() -> None:
     _, status = os.waitpid(pid, 0)
     os.close(read_end)
     assert os.WIFSIGNALED(status) and os.WTERMSIG(status) in (24, 9)  # SIGXCPU at the soft limit, SIGKILL at hard
+
+
+@pytest.mark.parametrize("private", [False, True])
+def test_a_non_dumpable_process_hides_its_environment_from_its_own_uid(private: bool) -> None:
+    """What `mark_private` adds on its own: another process of the same uid, unconfined and without
+    capabilities, cannot read /proc/<pid>/environ (it can when the holder is dumpable)."""
+    uid = 65534 if os.geteuid() == 0 else os.geteuid()
+    ready_r, ready_w = os.pipe()
+    holder = os.fork()
+    if holder == 0:  # pragma: no cover - runs in the fork
+        import ctypes
+        import time
+
+        if os.geteuid() == 0:
+            os.setgid(uid)
+            os.setuid(uid)
+        ctypes.CDLL(None).prctl(4, 1, 0, 0, 0)  # dumpable again after the uid change, as a fresh process is
+        if private:
+            mark_private()
+        os.write(ready_w, b"x")
+        time.sleep(30)
+        os._exit(0)
+    try:
+        os.close(ready_w)
+        assert os.read(ready_r, 1) == b"x"
+        out_r, out_w = os.pipe()
+        reader = os.fork()
+        if reader == 0:  # pragma: no cover - runs in the fork
+            code = 0
+            try:
+                if os.geteuid() == 0:
+                    os.setgid(uid)
+                    os.setuid(uid)
+                with open(f"/proc/{holder}/environ", "rb") as fh:
+                    fh.read()
+                    code = 1
+            except OSError:
+                code = 3
+            os._exit(code)
+        _, status = os.waitpid(reader, 0)
+        os.close(out_r)
+        os.close(out_w)
+        assert os.waitstatus_to_exitcode(status) == (3 if private else 1)
+    finally:
+        os.kill(holder, 9)
+        os.waitpid(holder, 0)
