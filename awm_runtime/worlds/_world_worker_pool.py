@@ -18,11 +18,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
-import json
 import os
 import signal
-import socket
-import sys
 import time
 from collections import deque
 from dataclasses import dataclass
@@ -31,17 +28,15 @@ from typing import Any
 import structlog
 
 from awm_runtime._errors import WorldError
-from awm_runtime.isolation import FrameError, encode, mark_private, read_frame, scrubbed_env
-from awm_runtime.isolation._frames import MAX_FRAME
+from awm_runtime.isolation import MAX_FRAME, FrameError, encode, read_frame
+from awm_runtime.worlds._world_zygote import Zygote, exit_text, reap_later
 
 log = structlog.get_logger("awm_runtime.worlds")
 
-START_TIMEOUT_S = 60.0
 # A request waits behind this many others on its scenario's busiest-free worker before the pool
 # starts another worker for the scenario (an import costs ~100x a tool call).
 LOAD_PENALTY = 8
 RECYCLE_CPU_SHARE = 0.8  # a worker that has used this share of its CPU limit is replaced between requests
-_REAPERS: set[asyncio.Task[Any]] = set()
 
 
 def default_workers() -> int:
@@ -59,137 +54,6 @@ class PoolOptions:
     cpu_s: int = 600  # each worker's CPU seconds (it is replaced before it reaches them)
     file_mb: int = 1024  # largest file (episode DB) a worker may write
     unsafe: bool = False  # --unsafe-no-sandbox: rlimits only
-
-
-def _exit_text(status: int | None) -> str:
-    if status is None:
-        return "exit status unknown"
-    code = os.waitstatus_to_exitcode(status)
-    if code < 0:
-        try:
-            return f"killed by {signal.Signals(-code).name}"
-        except ValueError:
-            return f"killed by signal {-code}"
-    return f"exit code {code}"
-
-
-class _Zygote:
-    """The runtime's handle on the zygote: start it, ask it for workers and for how they ended."""
-
-    def __init__(self, module: str, unsafe: bool) -> None:
-        self.module, self.unsafe = module, unsafe
-        self.proc: asyncio.subprocess.Process | None = None
-        self.sock: socket.socket | None = None
-        self.lock = asyncio.Lock()
-        self.hello: dict[str, Any] = {}
-
-    @property
-    def alive(self) -> bool:
-        return self.proc is not None and self.proc.returncode is None
-
-    async def _ensure(self) -> socket.socket:
-        if self.alive and self.sock is not None:
-            return self.sock
-        mark_private()  # before any dataset code runs: our memory and environment are then unreadable to it
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        try:
-            self.proc = await asyncio.create_subprocess_exec(
-                sys.executable, "-I", "-m", self.module, "--parent", str(os.getpid()),
-                "--control", str(theirs.fileno()), *(["--unsafe"] if self.unsafe else []),
-                stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL,
-                stderr=asyncio.subprocess.DEVNULL, env=scrubbed_env(), start_new_session=True,
-                pass_fds=(theirs.fileno(),))
-        finally:
-            theirs.close()
-        ours.settimeout(START_TIMEOUT_S)
-        try:
-            self.hello = json.loads(await asyncio.to_thread(ours.recv, 1 << 16) or b"{}")
-        except (OSError, ValueError) as exc:
-            ours.close()
-            raise WorldError(f"the world zygote did not start ({type(exc).__name__})") from None
-        if not self.hello.get("ready"):
-            ours.close()
-            raise WorldError("the world zygote did not start")
-        self.sock = ours
-        return ours
-
-    async def spawn(self, spec: dict[str, Any]) -> tuple[int, list[int]]:
-        """A new worker's pid and its pipes (requests, replies, stderr). If the caller is cancelled
-        meanwhile, the worker that arrives anyway is killed and its pipes closed."""
-        await self.lock.acquire()
-        try:
-            sock = await self._ensure()
-        except BaseException:
-            self.lock.release()
-            raise
-
-        def go() -> tuple[int, list[int]]:
-            sock.send(json.dumps({"op": "spawn", **spec}).encode())
-            data, fds, _, _ = socket.recv_fds(sock, 1 << 16, 3)
-            reply = json.loads(data or b"{}")
-            if not reply.get("ok") or len(fds) != 3:
-                for fd in fds:
-                    os.close(fd)
-                raise OSError(f"the world zygote could not start a worker: {reply.get('error')}")
-            return int(reply["pid"]), fds
-
-        task = asyncio.ensure_future(asyncio.to_thread(go))
-        task.add_done_callback(lambda _: self.lock.release())  # the socket is free once the exchange is over
-        try:
-            return await asyncio.shield(task)
-        except asyncio.CancelledError:
-            task.add_done_callback(_discard_worker)
-            raise
-        except OSError as exc:
-            self.kill()
-            raise WorldError(f"starting a world worker failed ({exc})") from None
-
-    async def status(self, pid: int) -> int | None:
-        async with self.lock:
-            if not self.alive or self.sock is None:
-                return None
-            sock = self.sock
-
-            def go() -> int | None:
-                sock.send(json.dumps({"op": "status", "pid": pid}).encode())
-                status = json.loads(sock.recv(1 << 16) or b"{}").get("status")
-                return None if status is None else int(status)
-
-            try:
-                return await asyncio.to_thread(go)
-            except (OSError, ValueError):
-                return None
-
-    def kill(self) -> None:
-        if self.sock is not None:
-            self.sock.close()
-            self.sock = None
-        if self.proc is not None and self.proc.returncode is None:
-            self.proc.kill()
-            _reap_later(self.proc.wait())
-
-    async def aclose(self) -> None:
-        proc = self.proc
-        self.kill()
-        if proc is not None:
-            await proc.wait()
-
-
-def _discard_worker(task: asyncio.Future[tuple[int, list[int]]]) -> None:
-    """A worker started for a caller that was cancelled meanwhile: kill it, close its pipes."""
-    if task.cancelled() or task.exception() is not None:
-        return
-    pid, fds = task.result()
-    for fd in fds:
-        os.close(fd)
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, signal.SIGKILL)
-
-
-def _reap_later(coro: Any) -> None:
-    task = asyncio.get_running_loop().create_task(coro)
-    _REAPERS.add(task)  # the loop keeps only weak references to tasks
-    task.add_done_callback(_REAPERS.discard)
 
 
 class _Died(Exception):
@@ -307,7 +171,7 @@ class _WorldWorker:
         if drain is not None:  # the process is gone: its stderr ends soon; take its last lines
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(asyncio.shield(drain), 0.5)
-        return WorldError(f"{what}: the world worker died ({_exit_text(status)}){self._tail()}; it is replaced")
+        return WorldError(f"{what}: the world worker died ({exit_text(status)}){self._tail()}; it is replaced")
 
     async def request(self, msg: dict[str, Any], limit_s: float, what: str, *, load: bool = True) -> dict[str, Any]:
         """Send one request once the worker is free (starting and loading it first if needed), await its reply."""
@@ -338,8 +202,9 @@ class _WorldWorker:
     async def _exchange(self, msg: dict[str, Any], limit_s: float, what: str) -> dict[str, Any]:
         """Send one frame and await the reply with its id. If the caller is cancelled first, the lock
         passes to a task that awaits (and drops) the orphaned reply, so the next request gets its own."""
-        assert self.writer is not None
         pid, pending = self.pid, self.pending
+        if self.writer is None:  # it died between its start (or last reply) and this request
+            raise await self._died(pid, what)
         rid = next(self._ids)
         loop = asyncio.get_running_loop()
         future: asyncio.Future[dict[str, Any]] = loop.create_future()
@@ -352,7 +217,7 @@ class _WorldWorker:
         except asyncio.CancelledError:
             if not future.done() and self.pid == pid:
                 self.handed_off = True
-                _reap_later(self._await_orphan(rid, future, pending, deadline))  # releases the lock
+                reap_later(self._await_orphan(rid, future, pending, deadline))  # releases the lock
             raise
         except TimeoutError:
             self.kill()
@@ -395,7 +260,7 @@ class WorldWorkerPool:
                  module: str = "awm_runtime.worlds._world_worker") -> None:
         self.options = options or PoolOptions()
         self.replicas = self.options.workers or default_workers()
-        self.zygote = _Zygote(module, self.options.unsafe)
+        self.zygote = Zygote(module, self.options.unsafe)
         self.workers: dict[str, list[_WorldWorker]] = {}
         self._specs: dict[str, LoadSpec] = {}
         self._dirs: dict[str, str] = {}
@@ -440,7 +305,7 @@ class WorldWorkerPool:
         if idle:
             victim = min(idle, key=lambda w: w.last_used)
             self.workers[victim.scenario].remove(victim)
-            _reap_later(victim.stop())
+            reap_later(victim.stop())
 
     async def _request(self, scenario: str, msg: dict[str, Any], limit_s: float, what: str, *,
                        check: bool = True) -> dict[str, Any]:
