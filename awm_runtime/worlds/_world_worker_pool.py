@@ -128,9 +128,15 @@ class _WorldWorker:
         pending.clear()
 
     async def _drain(self, errors: asyncio.StreamReader) -> None:
-        """Keep the worker's stderr flowing (a full pipe would block it) and remember its tail."""
-        while line := await errors.readline():
-            self.stderr.append(line.decode(errors="replace").rstrip()[:300])
+        """Keep the worker's stderr flowing (a full pipe would block it) and remember its tail, whatever
+        it writes (a line of any length included)."""
+        tail = b""
+        while chunk := await errors.read(1 << 16):
+            *lines, tail = (tail + chunk).split(b"\n")
+            tail = tail[-4096:]
+            self.stderr.extend(line.decode(errors="replace").rstrip()[:300] for line in lines[-20:])
+        if tail:
+            self.stderr.append(tail.decode(errors="replace").rstrip()[:300])
 
     def _forget(self) -> None:
         self.pid, self.loaded = None, False

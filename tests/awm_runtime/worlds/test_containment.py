@@ -95,6 +95,9 @@ async def test_scenario_output_cannot_corrupt_the_protocol(trap_world: Any) -> N
     session = await trap_world.open(task(trap_world, "trap"), episode_id="chatty")
     try:
         assert '"ok": true' in (await session.call_tool(call("chatty"))).text
+        for _ in range(3):  # megabyte lines on stderr neither block the worker nor break the runtime's reader
+            assert '"ok": true' in (await session.call_tool(call("shout"))).text
+        assert trap_world.pool.replaced == 0
         assert '"count"' in (await session.call_tool(call("count_items"))).text
     finally:
         await session.close()

@@ -86,6 +86,13 @@ async def echo(tag: str = Query(...)):
     return {"tag": tag}
 
 
+@app.get("/shout", operation_id="shout", summary="Writes one very long line to stderr")
+async def shout():
+    sys.stderr.write("x" * (1 << 20))
+    sys.stderr.flush()
+    return {"ok": True}
+
+
 @app.get("/crash", operation_id="crash", summary="Kills its own process")
 async def crash():
     os._exit(7)
