@@ -55,6 +55,8 @@ class RunConfig(BaseModel):
     foreign_keys: bool = False
     tool_timeout_s: float = Field(default=30.0, gt=0)
     world_workers: int = Field(default=0, ge=0)
+    # Dataset code (world full_code, verifiers) runs unconfined: only for machines that cannot confine it.
+    unsafe_no_sandbox: bool = False
     repeats: int = Field(default=1, ge=1)
     concurrency: int = Field(default=32, ge=1)
     max_turns: int = Field(default=20, ge=1)

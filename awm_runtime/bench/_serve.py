@@ -44,7 +44,7 @@ def _episode_files(pid: int) -> int:
     total = 0
     for base in (Path("/dev/shm"), Path(os.environ.get("TMPDIR", "/tmp"))):
         for workdir in base.glob(f"awm-world-{pid}-*"):
-            total += sum(p.stat().st_blocks * 512 for p in workdir.glob("ep-*.db*"))
+            total += sum(p.stat().st_blocks * 512 for p in workdir.glob("*/episodes/ep-*.db*"))
     return total
 
 

@@ -34,8 +34,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--calls", type=int, default=500, help="sequential tool calls on one session (default 500)")
     p.add_argument("--verifies", type=int, default=40, help="code-mode verifications (default 40)")
     p.add_argument("--sessions", type=int, default=1000, help="live sessions held at once (default 1000)")
-    p.add_argument("--workers", type=int, default=0, help="world worker processes (default: one per core)")
+    p.add_argument("--workers", type=int, default=0, help="most world workers per scenario (default: one per core)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--unsafe-no-sandbox", action="store_true", help="measure unconfined world and verifier code")
 
 
 def _pct(values: list[float], q: float) -> float:
@@ -57,7 +58,7 @@ def _pss_kib(pid: int | None) -> int:
 
 def _footprint(world: AwmWorld) -> dict[str, int]:
     """Resident memory of the runtime, its workers and the verifier server, plus episode DB files (tmpfs is RAM)."""
-    files = sum(p.stat().st_blocks * 512 for p in world.workdir.glob("ep-*.db*"))
+    files = sum(p.stat().st_blocks * 512 for p in world.workdir.glob("*/episodes/ep-*.db*"))
     procs = {"runtime": _pss_kib(os.getpid()) << 10,
              "workers": sum(_pss_kib(pid) for pid in world.pool.pids()) << 10,
              "verifier_server": _pss_kib(world.sandbox.pid) << 10}
@@ -131,10 +132,14 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     from awm_runtime.cli._common import console_logging
 
     console_logging()  # stdout carries the JSON result
+    from awm_runtime.isolation import require
+
+    containment = require(args.unsafe_no_sandbox)
     rng = random.Random(args.seed)
     with tempfile.TemporaryDirectory(prefix="awm-bench-world-") as tmp:
         world = load_local_worlds(write_bench_dataset(Path(tmp), tables=args.tables, tools=args.tools),
-                                  options=WorldOptions(workers=args.workers, tool_timeout_s=10.0))
+                                  options=WorldOptions(workers=args.workers, tool_timeout_s=10.0,
+                                                       unsafe_no_sandbox=args.unsafe_no_sandbox))
         try:
             task = next(t for t in world.tasks() if t.scenario == "bench_suite")
             started = time.perf_counter()
@@ -150,7 +155,10 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             crash = await _crash_isolation(world)
         finally:
             await world.aclose()
-    return _report(args, sc, cold_ms, resets, calls, call_errors, verifies, memory, crash, len(world.pool.workers))
+    report = _report(args, sc, cold_ms, resets, calls, call_errors, verifies, memory, crash, world.pool.started)
+    report["containment"] = containment.statement
+    report["table"].insert(1, ["containment", containment.statement, ""])
+    return report
 
 
 def _report(args: argparse.Namespace, sc: Any, cold_ms: float, resets: list[float], calls: list[float],

@@ -31,6 +31,9 @@ def console_logging() -> None:
 def guarded(prog: str, main: Callable[[], int]) -> int:
     """Run a CLI command: logs to stderr (stdout may be JSON), bad input as one line and exit 2."""
     console_logging()
+    from awm_runtime.isolation import mark_private
+
+    mark_private()  # this process may hold keys: its memory and /proc/<pid>/environ are refused to others
     try:
         return main()
     except ConfigError as exc:

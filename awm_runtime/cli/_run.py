@@ -85,7 +85,11 @@ def parser() -> argparse.ArgumentParser:
     a("--foreign-keys", action="store_true", default=None, help="enforce PRAGMA foreign_keys in world DBs")
     a("--tool-timeout", type=float, dest="tool_timeout_s", metavar="S",
       help="seconds a tool call may take before its episode ends as a world error (default 30)")
-    a("--world-workers", type=int, metavar="N", help="world worker processes (default: one per core, 2 to 8)")
+    a("--world-workers", type=int, metavar="N", help="most world worker processes per scenario (default: one per "
+                                                     "core, 2 to 8)")
+    a("--unsafe-no-sandbox", action="store_true", default=None,
+      help="run world and verifier code unconfined, with your files, network and keys in reach: only for "
+           "machines that cannot confine it (no Landlock or seccomp) and datasets you trust")
     # Model routing: each role's endpoint, model and key variable can be changed without editing awm.toml.
     for role in ("policy", "expert", "judge"):
         a(f"--{role}-base", metavar="URL", help=f"send every {role} call to this OpenAI-compatible base URL")
@@ -172,6 +176,7 @@ def main(argv: list[str] | None = None) -> int:
 
         async def main_async() -> Any:
             prepared = await prepare(config)
+            print(f"awm-run: containment: {prepared.containment.statement}", file=sys.stderr)
             control = RunControl(config.grace_s)
             remove = control.install_signal_handlers(on_signal)
             if view is not None:

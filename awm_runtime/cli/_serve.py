@@ -57,18 +57,24 @@ def parser() -> argparse.ArgumentParser:
       help="ping every socket this often; one that does not answer within --ws-ping-timeout is closed (default 20)")
     a("--ws-ping-timeout", type=_positive(float), default=20.0, metavar="S", help="(default 20)")
     a("--max-lifetime", type=_positive(float), metavar="S", help="stop after S seconds (for scripts and tests)")
+    a("--unsafe-no-sandbox", action="store_true",
+      help="run world and verifier code unconfined (only where the OS cannot confine it; it can then reach "
+           "your files and network)")
     return p
 
 
 async def _build(args: argparse.Namespace) -> Any:
+    from awm_runtime.isolation import require
     from awm_runtime.serve import ServeOptions, SessionHub
     from awm_runtime.worlds import WorldOptions, load_local_worlds, normalize_scenario, resolve_worlds_dir
 
     root = resolve_worlds_dir(args.worlds)
     if not root.is_dir():
         raise ConfigError(f"--worlds {args.worlds}: no such directory")
+    containment = require(args.unsafe_no_sandbox)  # before any dataset code can run
     world = load_local_worlds(args.worlds, options=WorldOptions(
-        foreign_keys=args.foreign_keys, workers=args.world_workers, tool_timeout_s=args.tool_timeout))
+        foreign_keys=args.foreign_keys, workers=args.world_workers, tool_timeout_s=args.tool_timeout,
+        unsafe_no_sandbox=args.unsafe_no_sandbox))
     if not any(sc.runnable for sc in world.dataset.scenarios.values()):
         raise ConfigError(f"--worlds {args.worlds}: no runnable scenario")
     if args.stdio and world.dataset.scenarios.get(normalize_scenario(args.stdio)) is None:
@@ -78,6 +84,7 @@ async def _build(args: argparse.Namespace) -> Any:
         from awm_runtime.cli._worlds import _judge
 
         judge = await _judge(args)
+    print(f"awm-serve: containment: {containment.statement}", file=sys.stderr, flush=True)
     options = ServeOptions(max_sessions=args.max_sessions, idle_timeout_s=args.idle_timeout or None,
                            sessions_dir=args.sessions_dir)
     hub = SessionHub(world, options, judge=judge)

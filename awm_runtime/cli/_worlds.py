@@ -32,6 +32,8 @@ def parser() -> argparse.ArgumentParser:
     ck.add_argument("--tool-timeout", type=float, default=30.0, metavar="S", help="seconds per tool call (default 30)")
     ck.add_argument("--concurrency", type=int, default=4, metavar="N", help="tasks checked at once (default 4)")
     ck.add_argument("--json", action="store_true", help="stable JSON on stdout")
+    ck.add_argument("--unsafe-no-sandbox", action="store_true",
+                    help="run world and verifier code unconfined (only where it cannot be confined)")
     pk = sub.add_parser("pack", help="pack scenario source folders into AWM JSONL files")
     pk.add_argument("--src", type=Path, default=None, help="folder of scenario folders (default: the built-in sources)")
     pk.add_argument("--out", type=Path, default=None, help="output directory (default: the built-in data)")
@@ -74,13 +76,19 @@ def _summary(checks: list[Any]) -> dict[str, int]:
 
 
 async def _run_check(args: argparse.Namespace) -> dict[str, Any]:
+    import sys
+
+    from awm_runtime.isolation import require
     from awm_runtime.scheduler._plan import select_tasks
     from awm_runtime.worlds import WorldOptions, load_local_worlds
     from awm_runtime.worlds._check import check_tasks, spec_problems
 
+    containment = require(args.unsafe_no_sandbox)
+    print(f"awm-worlds: containment: {containment.statement}", file=sys.stderr)
     world = load_local_worlds(args.worlds, solutions=args.solutions,
                               options=WorldOptions(verifier=args.verifier, foreign_keys=args.foreign_keys,
-                                                   tool_timeout_s=args.tool_timeout))
+                                                   tool_timeout_s=args.tool_timeout,
+                                                   unsafe_no_sandbox=args.unsafe_no_sandbox))
     try:
         if args.verifier == "sql":
             world.judge = await _judge(args)
@@ -90,7 +98,8 @@ async def _run_check(args: argparse.Namespace) -> dict[str, Any]:
             world.problems.extend(await spec_problems(world, sid))
     finally:
         await world.aclose()
-    return {"worlds": str(world.dataset.root), "verifier": args.verifier, "summary": _summary(checks),
+    return {"worlds": str(world.dataset.root), "verifier": args.verifier, "containment": containment.statement,
+            "summary": _summary(checks),
             "tasks": [c.to_dict() for c in checks],
             "problems": [{"file": p.file, "line": p.line, "scenario": p.scenario, "task_idx": p.task_idx,
                           "message": p.message} for p in world.problems]}

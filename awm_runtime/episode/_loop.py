@@ -56,6 +56,7 @@ from awm_runtime._types import (
 from awm_runtime.episode._advice import summarize_trajectory
 from awm_runtime.episode._state import EpisodeState
 from awm_runtime.episode._tools import ASK_EXPERT, ask_expert_spec, tool_listing
+from awm_runtime.logs._redact import scrub_secrets
 
 log = structlog.get_logger("awm_runtime.episode")
 
@@ -188,7 +189,8 @@ async def _call_world(ep: EpisodeState, pt: PolicyTurn, action: CallTool, sessio
     ep.last_action = "tool_error" if result.is_error else "tool"
     _emit(sinks, ToolCalled(ep.episode_id, ep.turn, action.call.name, result.status, result.is_error,
                             result.elapsed_ms))
-    observed = harness.policy.observe(pt, result.text, "world")
+    # A world that found a key (in its output or elsewhere) must not hand it to the model or the record.
+    observed = harness.policy.observe(pt, scrub_secrets(result.text), "world")
     observed[0].tool_error = result.is_error
     ep.add(observed)
 
@@ -220,7 +222,7 @@ async def _ask_expert(ep: EpisodeState, pt: PolicyTurn, action: CallTool, world_
     )
     advice = await harness.expert.advise(request)
     _account(ep, advice, sinks)
-    ep.add(harness.policy.observe(pt, advice.text, "expert"))
+    ep.add(harness.policy.observe(pt, scrub_secrets(advice.text), "expert"))
 
 
 def _account(ep: EpisodeState, advice: Advice, sinks: Sequence[Sink]) -> None:
@@ -245,7 +247,8 @@ async def _opening_advice(ep: EpisodeState, advisor: Advisor, world_tools: list[
         return
     ep.trouble_before_first_ask = False  # advised before trying anything: a "blind" style if it completes
     _account(ep, advice, sinks)
-    ep.add([Message(role="user", content=render("expert_opening.md", advice=advice.text), source="expert")])
+    ep.add([Message(role="user", content=render("expert_opening.md", advice=scrub_secrets(advice.text)),
+                    source="expert")])
 
 
 def _apply_nudges(ep: EpisodeState, harness: Harness, sinks: Sequence[Sink]) -> None:

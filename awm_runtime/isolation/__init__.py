@@ -1,7 +1,17 @@
 """The boundary around untrusted code (world workers, verifier jobs): frames, child processes, confinement."""
 
 from awm_runtime.isolation._children import die_with_parent, kill_process, protocol_fds, scrubbed_env, stop_process
-from awm_runtime.isolation._confine import NOBODY, confine
+from awm_runtime.isolation._confine import (
+    Confinement,
+    Limits,
+    confine,
+    enter_namespaces,
+    interpreter_paths,
+    mark_private,
+    narrow,
+    prepare,
+)
+from awm_runtime.isolation._containment import UNSAFE_FLAG, Containment, probe, require
 from awm_runtime.isolation._frames import (
     HEADER,
     MAX_FRAME,
@@ -17,17 +27,27 @@ from awm_runtime.isolation._frames import (
 __all__ = [
     "HEADER",
     "MAX_FRAME",
-    "NOBODY",
+    "UNSAFE_FLAG",
+    "Confinement",
+    "Containment",
     "FrameError",
+    "Limits",
     "confine",
     "decode",
     "die_with_parent",
     "encode",
+    "enter_namespaces",
+    "interpreter_paths",
     "kill_process",
+    "mark_private",
+    "narrow",
+    "prepare",
+    "probe",
     "protocol_fds",
     "read_exact",
     "read_frame",
     "read_frame_fd",
+    "require",
     "scrubbed_env",
     "stop_process",
     "write_all",

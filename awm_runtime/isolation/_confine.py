@@ -1,31 +1,189 @@
-"""OS confinement applied inside a child process before it runs untrusted code.
+"""OS confinement applied inside a child process before it runs dataset code.
 
-Limits the child cannot raise (CPU seconds, address space, open files, file size, core dumps,
-processes) and, when started as root, a change to an unprivileged user first so the limits and
-file modes bind.
+The process that forks the confined ones (the world zygote, the verifier fork server) first
+enters its namespaces once (`enter_namespaces`: a user namespace with its uid mapped to itself,
+an empty network namespace, a private SysV IPC namespace). Each child then `confine`s itself,
+single-threaded, before any dataset code runs:
+
+1. rlimits it cannot raise: address space, CPU seconds, file size, open files, no core dumps;
+2. no capabilities, in any namespace (the bounding set is emptied too);
+3. Landlock: read (and map) only the interpreter's files and what the spec names; write only
+   existing files beneath `writable`; create files only beneath `creatable`; no TCP; no signals or
+   abstract unix sockets outside the domain; nothing else of the filesystem, /proc included;
+4. seccomp: no sockets, io_uring, new processes (threads only if `threads`), exec, ptrace,
+   namespaces, mounts, keyrings, or signals to other processes.
+
+`confine` fails closed: an OSError from any step ends the child before dataset code runs.
 """
 
 from __future__ import annotations
 
+import ctypes
+import importlib.util
 import os
 import resource
 import signal
+import sys
+import sysconfig
+from dataclasses import dataclass
+from functools import cache
 
-NOBODY = 65534
+from awm_runtime.isolation import _landlock as landlock
+from awm_runtime.isolation import _seccomp as seccomp
+
+CLONE_NEWIPC = 0x08000000
+CLONE_NEWUSER = 0x10000000
+CLONE_NEWNET = 0x40000000
+_PR_SET_DUMPABLE, _PR_CAPBSET_DROP = 4, 24
+_libc = ctypes.CDLL(None, use_errno=True)
 
 
-def confine(*, cpu_s: int, memory_mb: int, open_files: int = 32) -> None:
-    """Limits the child cannot raise: CPU seconds, address space, open files, no file writes,
-    no core dumps, no new processes; as root, become `nobody` first so the limits and file modes bind.
+def _oserror(what: str) -> OSError:
+    err = ctypes.get_errno()
+    return OSError(err, f"{what}: {os.strerror(err)}")
+
+
+def mark_private() -> None:
+    """Make this process non-dumpable: /proc/<pid>/environ, /proc/<pid>/mem and ptrace are then
+    refused to every process without CAP_SYS_PTRACE, the same uid included. For processes that hold keys.
     """
+    if sys.platform.startswith("linux") and _libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
+        raise _oserror("prctl(PR_SET_DUMPABLE)")
+
+
+def _write(path: str, text: str) -> None:
+    fd = os.open(path, os.O_WRONLY)
+    try:
+        os.write(fd, text.encode())
+    finally:
+        os.close(fd)
+
+
+def enter_namespaces() -> str:
+    """Enter new user, network and IPC namespaces (this uid and gid mapped to themselves); as root
+    without user namespaces, network and IPC only. Single-threaded callers only.
+
+    Returns what was entered ("user, net, ipc", "net, ipc") or "" when the kernel refused.
+    """
+    uid, gid = os.getuid(), os.getgid()
+    if _libc.unshare(CLONE_NEWUSER | CLONE_NEWNET | CLONE_NEWIPC) == 0:
+        _write("/proc/self/setgroups", "deny")
+        _write("/proc/self/uid_map", f"{uid} {uid} 1")
+        _write("/proc/self/gid_map", f"{gid} {gid} 1")
+        return "user, net, ipc"
+    if _libc.unshare(CLONE_NEWNET | CLONE_NEWIPC) == 0:  # root where user namespaces are disabled
+        return "net, ipc"
+    return ""
+
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+
+
+def drop_capabilities() -> None:
+    """No capabilities left, and none to regain (the bounding set is emptied first)."""
+    for cap in range(64):
+        if _libc.prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 and ctypes.get_errno() == 22:  # EINVAL: past the last
+            break
+    header = _CapHeader(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3
+    if _libc.capset(ctypes.byref(header), (_CapData * 2)()) != 0:
+        raise _oserror("capset")
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """rlimits of a confined process: hard limits, which it cannot raise."""
+
+    memory_mb: int
+    cpu_s: int
+    file_mb: int = 0
+    open_files: int = 64
+    processes: int | None = None  # RLIMIT_NPROC; None: unchanged (it counts the user's threads too)
+
+
+def set_limits(limits: Limits) -> None:
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails instead of killing
-    resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s + 1))  # SIGXCPU at the soft limit says why
-    for limit, value in ((resource.RLIMIT_AS, memory_mb << 20), (resource.RLIMIT_NOFILE, open_files),
-                         (resource.RLIMIT_FSIZE, 0), (resource.RLIMIT_CORE, 0)):
+    resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_s, limits.cpu_s + 1))  # SIGXCPU at the soft limit says why
+    for limit, value in ((resource.RLIMIT_AS, limits.memory_mb << 20), (resource.RLIMIT_NOFILE, limits.open_files),
+                         (resource.RLIMIT_FSIZE, limits.file_mb << 20), (resource.RLIMIT_CORE, 0)):
         resource.setrlimit(limit, (value, value))
-    if os.geteuid() == 0:
-        os.setgroups([])
-        os.setgid(NOBODY)
-        os.setuid(NOBODY)
-    # After the uid change: older kernels check RLIMIT_NPROC in setuid itself.
-    resource.setrlimit(resource.RLIMIT_NPROC, (0, 0))
+    if limits.processes is not None:
+        resource.setrlimit(resource.RLIMIT_NPROC, (limits.processes, limits.processes))
+
+
+@cache
+def interpreter_paths() -> tuple[str, ...]:
+    """What an already-started Python process reads to import a module: the standard library,
+    site-packages, this package's folders (editable installs map them elsewhere), system libraries
+    and time zones. Not the repository root, not $HOME: a project may keep a .env beside its code."""
+    import awm_runtime
+
+    paths = {sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib", "platlib")}
+    # sys.path entries that hold installed code; a project root on sys.path (PYTHONPATH, old editable
+    # installs) is left out: this package's own folders are added below.
+    paths |= {p for p in sys.path if os.path.isdir(p) and
+              (p.endswith(("site-packages", "dist-packages", "lib-dynload")) or p.startswith(sys.base_prefix))}
+    paths |= {os.path.realpath(p) for p in awm_runtime.__path__}
+    for sub in ("policies", "experts", "prompts"):  # installed inside the package from the repo's top level
+        spec = importlib.util.find_spec(f"awm_runtime.{sub}")
+        if spec is not None:
+            paths |= {os.path.realpath(p) for p in spec.submodule_search_locations or ()}
+    paths |= {"/usr/lib", "/usr/lib64", "/lib", "/lib64", "/usr/local/lib", "/etc/ld.so.cache", "/usr/share/zoneinfo",
+              "/etc/localtime"}
+    return tuple(sorted(p for p in paths if os.path.exists(p)))
+
+
+@dataclass(frozen=True, slots=True)
+class Confinement:
+    """What one confined process may touch, beyond the interpreter's own files."""
+
+    limits: Limits
+    readable: tuple[str, ...] = ()
+    writable: tuple[str, ...] = ()  # existing files beneath these may be written and truncated
+    creatable: tuple[str, ...] = ()  # files may also be created and removed beneath these
+    threads: bool = False
+
+
+def _rules(spec: Confinement) -> list[tuple[str, int]]:
+    rules = [(p, landlock.READ) for p in (*interpreter_paths(), *spec.readable)]
+    rules += [("/dev/null", landlock.READ_FILE | landlock.WRITE_FILE), ("/dev/urandom", landlock.READ_FILE)]
+    rules += [(p, landlock.READ | landlock.WRITE_EXISTING) for p in spec.writable]
+    rules += [(p, landlock.READ | landlock.WRITE_EXISTING | landlock.MAKE_REG | landlock.REMOVE_FILE)
+              for p in spec.creatable]
+    return rules
+
+
+def prepare() -> None:
+    """In a process that forks confined children: load libseccomp and list the interpreter's paths once,
+    so that each child inherits them instead of paying for them."""
+    if seccomp.available():
+        seccomp.template(threads=True)
+        seccomp.template(threads=False)
+    interpreter_paths()
+    landlock.abi_version()
+
+
+def confine(spec: Confinement, *, unsafe: bool = False) -> None:
+    """Confine the calling (single-threaded) process as `spec` says; `unsafe`: rlimits only."""
+    if unsafe:
+        set_limits(spec.limits)
+        return
+    abi = landlock.abi_version()
+    if abi < 1:
+        raise OSError("Landlock is not available: the process was not confined")
+    program = seccomp.for_pid(seccomp.template(threads=spec.threads), os.getpid())  # before Landlock: it reads files
+    rules = _rules(spec)
+    set_limits(spec.limits)
+    drop_capabilities()
+    landlock.restrict(abi, rules)
+    seccomp.load(program)
+
+
+def narrow(spec: Confinement, *, unsafe: bool = False) -> None:
+    """Add a further Landlock layer: from now on only what `spec` allows (an intersection with before)."""
+    if not unsafe:
+        landlock.restrict(landlock.abi_version(), _rules(spec))

@@ -1,6 +1,14 @@
 """Structured logs, secret redaction, and the run directory writer and reader."""
 
-from awm_runtime.logs._redact import REDACTED, Redactor, redact
+from awm_runtime.logs._redact import (
+    REDACTED,
+    Redactor,
+    known_secrets,
+    redact,
+    register_secrets,
+    scrub_bytes,
+    scrub_secrets,
+)
 from awm_runtime.logs._rundir import (
     EPISODES,
     EVENTS,
@@ -29,9 +37,13 @@ __all__ = [
     "completed_keys",
     "configure_logging",
     "iter_records",
+    "known_secrets",
     "read_manifest",
     "record_line",
     "redact",
+    "register_secrets",
     "repair_tail",
     "reset_logging",
+    "scrub_bytes",
+    "scrub_secrets",
 ]

@@ -1,4 +1,6 @@
-"""Secret redaction: a structlog processor for every event, and `redact` for error messages."""
+"""Secret redaction: a structlog processor for every event, `redact` for error messages, and the
+process's known key values (`register_secrets`), scrubbed from tool results, expert text and every
+run-directory file (`scrub_secrets`, `scrub_bytes`)."""
 
 from __future__ import annotations
 
@@ -17,6 +19,38 @@ _KEYLIKE = re.compile(
 _HINTS = ("sk-", "Bearer", "AIza", "key", "KEY", "Key")
 _SECRET_FIELDS = re.compile(r"(api_?key|authorization|secret|token|password)$", re.I)
 REDACTED = "[REDACTED]"
+_KNOWN: dict[str, None] = {}  # the values of the keys this process holds (ordered: longest first when used)
+
+
+def register_secrets(values: Iterable[str]) -> None:
+    """Remember key values this process holds: from now on they never reach a tool result shown to a
+    model, an expert's text or a run-directory file. Values shorter than 8 characters are not keys."""
+    import json
+
+    for value in values:
+        if value and len(value) >= 8:
+            _KNOWN[value] = None
+            _KNOWN[json.dumps(value)[1:-1]] = None  # as it appears inside a JSON string
+
+
+def known_secrets() -> tuple[str, ...]:
+    return tuple(sorted(_KNOWN, key=len, reverse=True))
+
+
+def scrub_secrets(text: str) -> str:
+    """`text` with every registered key value replaced by [REDACTED] (a no-op with none registered)."""
+    for secret in _KNOWN:
+        if secret in text:
+            text = text.replace(secret, REDACTED)
+    return text
+
+
+def scrub_bytes(data: bytes) -> bytes:
+    for secret in _KNOWN:
+        raw = secret.encode()
+        if raw in data:
+            data = data.replace(raw, REDACTED.encode())
+    return data
 
 
 def redact(text: str, secrets: Iterable[str] = ()) -> str:

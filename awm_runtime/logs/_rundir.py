@@ -15,6 +15,7 @@ from typing import Any
 import orjson
 
 from awm_runtime._types import EpisodeRecord
+from awm_runtime.logs._redact import scrub_bytes
 
 MANIFEST, EVENTS, EPISODES, SUMMARY = "manifest.json", "events.jsonl", "episodes.jsonl", "summary.json"
 EpisodeKey = tuple[str, str, int, int]
@@ -31,8 +32,9 @@ class RunDirWriter:
         self._fd = os.open(self.root / EPISODES, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
 
     def append(self, line: bytes) -> None:
-        """Write one record line with one syscall (callers run this off the event loop)."""
-        view = memoryview(line)
+        """Write one record line with one syscall (callers run this off the event loop); key values the
+        process holds are redacted first."""
+        view = memoryview(scrub_bytes(line))
         while view:
             written = os.write(self._fd, view)
             view = view[written:]
@@ -40,7 +42,7 @@ class RunDirWriter:
     def write_json(self, name: str, data: Any) -> None:
         """Atomically replace `name` (write a temp file, then rename)."""
         tmp = self.root / f".{name}.tmp"
-        tmp.write_bytes(orjson.dumps(data, option=orjson.OPT_INDENT_2, default=str) + b"\n")
+        tmp.write_bytes(scrub_bytes(orjson.dumps(data, option=orjson.OPT_INDENT_2, default=str) + b"\n"))
         os.replace(tmp, self.root / name)
 
     def close(self) -> None:

@@ -15,7 +15,7 @@ from typing import IO, Any
 import orjson
 import structlog
 
-from awm_runtime.logs._redact import Redactor
+from awm_runtime.logs._redact import Redactor, scrub_bytes
 
 FLUSH_BYTES = 1 << 16
 
@@ -73,7 +73,7 @@ class EventStream:
     def _flush_locked(self) -> None:
         if not self._buf or self._fd is None:
             return
-        view = memoryview(b"".join(self._buf))
+        view = memoryview(scrub_bytes(b"".join(self._buf)))
         self._buf.clear()
         self._size = 0
         while view:

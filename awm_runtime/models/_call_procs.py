@@ -215,4 +215,7 @@ async def _serve(fd: int) -> None:
 
 def serve() -> None:
     """Entry point of a model-call process: `serve()` with the socket's fd as the last argument."""
+    from awm_runtime.isolation import mark_private
+
+    mark_private()  # it holds the keys it calls with
     asyncio.run(_serve(int(sys.argv[-1])))

@@ -54,6 +54,7 @@ def manifest(config: RunConfig, prep: PreparedRun, run_id: str, shards: int,
         "run_id": run_id, "resumed": config.resume, "started_at": (previous or {}).get("started_at")
         or session["started_at"], "config": config.model_dump(mode="json"), "versions": _versions(),
         "seed": config.seed, "argv": sys.argv, "worlds": prep.world.name, "planned_episodes": prep.planned,
+        "containment": prep.containment.to_dict(),
         "arms": {n: {"policy": h.policy.ref.model_dump(), "expert": h.expert.ref.model_dump() if h.expert else None}
                  for n, h in prep.harnesses.items()},
         "host": {"cpus": os.cpu_count(), "platform": platform.platform()},

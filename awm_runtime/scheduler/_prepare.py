@@ -16,6 +16,8 @@ from awm_runtime._errors import ConfigError
 from awm_runtime._types import EpisodeSpec, Task
 from awm_runtime._units import Planner, Unit
 from awm_runtime.episode import EpisodeLimits, ExpertBudget, Harness
+from awm_runtime.isolation import Containment, require
+from awm_runtime.logs import register_secrets
 from awm_runtime.models import ModelRegistry, apply_routes, load_registry, preflight, shutdown, start_call_procs
 from awm_runtime.models._transport import IN_PROCESS
 from awm_runtime.scheduler._plan import plan_episodes, select_tasks, split
@@ -34,6 +36,7 @@ class PreparedRun:
     ctx: BuildContext
     secrets: list[str] = field(default_factory=list)
     planner: Planner | None = None
+    containment: Containment = field(default_factory=Containment)
 
     @property
     def planned(self) -> int:
@@ -69,15 +72,18 @@ async def prepare(config: RunConfig, *, check: bool = True, shard: tuple[int, in
     A shard passes `check=False` (its parent ran the preflight) and `shard=(index, count)`: it
     gets its part of every endpoint's limits, so the shards together keep to what awm.toml allows."""
     registry = share_limits(apply_routes(load_registry(config.config_path), config.model_dump()), *shard)
+    containment = require(config.unsafe_no_sandbox)  # before any dataset code can run
     world = load_worlds(config.worlds, solutions=config.solutions, options=world_options(config),
                         tasks_file=config.tasks_file)
     try:
         if isinstance(world, RemoteWorld):
             await world.connect()  # a world that cannot be reached is bad input: one line, before any episode
-        return await _prepare(config, registry, world, check)
+        prep = await _prepare(config, registry, world, check)
     except BaseException:
         await asyncio.shield(world.aclose())
         raise
+    prep.containment = containment
+    return prep
 
 
 async def _prepare(config: RunConfig, registry: Any, world: RunWorld, check: bool) -> PreparedRun:
@@ -125,6 +131,7 @@ async def _prepare(config: RunConfig, registry: Any, world: RunWorld, check: boo
         planner = GroupPlanner.from_config(config, tasks, harnesses)
     roles = [(role, client.config) for (role, _alias), client in ctx.clients.items()]
     secrets = [s for _, cfg in roles if cfg.api_key_env and (s := os.environ.get(cfg.api_key_env, ""))]
+    register_secrets(secrets)  # redacted from tool results, expert text and every run-directory file
     if config.ray:  # a Ray driver runs no episode: its actors check the endpoints and keys on their nodes
         return PreparedRun(config, world, tasks, harnesses, ctx, secrets, planner)
     try:

@@ -20,6 +20,7 @@ from awm_runtime._config import RunConfig
 from awm_runtime._errors import ConfigError
 from awm_runtime._types import EpisodeRecord, EpisodeSpec
 from awm_runtime._units import Unit
+from awm_runtime.isolation import mark_private
 from awm_runtime.logs import EventLogSink, EventStream, configure_logging, record_line
 from awm_runtime.report import summary_fields
 from awm_runtime.scheduler._control import LoopLag, RunControl, cpu_s, must_finish, peak_rss_mib, rss_mib
@@ -148,6 +149,7 @@ def _endpoints() -> list[Any]:
 def main() -> int:
     fd, parent_pid = int(sys.argv[1]), int(sys.argv[2])
     _die_with_parent(parent_pid)
+    mark_private()  # a shard holds the keys too
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when to stop
     return asyncio.run(_serve(fd))
 

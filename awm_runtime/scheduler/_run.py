@@ -99,7 +99,8 @@ async def run(config: RunConfig, *, sinks: Sequence[Sink] = (), prepared: Prepar
     configure_logging(events, secrets=prep.secrets)
     writer.write_json(MANIFEST, manifest(config, prep, run_id, shards, previous))
     log.info("run_started", run_id=run_id, planned=prep.planned, already_done=len(done), to_run=to_run,
-             concurrency=config.concurrency, shards=shards, grace_s=control.grace_s, out=str(out))
+             concurrency=config.concurrency, shards=shards, grace_s=control.grace_s, out=str(out),
+             containment=prep.containment.statement)
     started = time.perf_counter()
     lag = LoopLag()
     background = [asyncio.create_task(lag.run()), asyncio.create_task(_heartbeat(events, progress, lag))]

@@ -1,10 +1,13 @@
 """The verifier server: pre-imports the allowed modules once, then forks one child per verification.
 
 Run by `Sandbox` as `python -I -m awm_runtime.verifiers._fork_server --parent PID` with a scrubbed
-environment. Requests and replies are frames on stdin/stdout. The server itself never runs
-verifier code: each job runs in a fresh fork (a few ms, nothing to import), confined by
-`isolation.confine` and `_restrict`, and reports on a private pipe. The server enforces the wall-clock timeout and the
-size of the result, and turns every way a child can end into a one-line error.
+environment. It enters its namespaces once (no network, its own user namespace). Requests and
+replies are frames on stdin/stdout. The server itself never runs verifier code: each job runs in
+a fresh fork (a few ms, nothing to import) that confines itself (`isolation.confine`: it may read
+the interpreter's files and exactly the job's DB files, write nothing, start no process, open no
+socket) and then `_restrict`s the code, and reports on a private pipe. The server enforces the
+wall-clock timeout and the size of the result, and turns every way a child can end into a
+one-line error. A `cancel` request stops a job its caller no longer waits for.
 """
 
 from __future__ import annotations
@@ -22,7 +25,20 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
-from awm_runtime.isolation import HEADER, MAX_FRAME, confine, decode, die_with_parent, encode, protocol_fds, write_all
+from awm_runtime.isolation import (
+    HEADER,
+    MAX_FRAME,
+    Confinement,
+    Limits,
+    confine,
+    decode,
+    die_with_parent,
+    encode,
+    enter_namespaces,
+    protocol_fds,
+    write_all,
+)
+from awm_runtime.isolation import prepare as prepare_confinement
 from awm_runtime.verifiers._restrict import Refused, module_proxies, run_verifier
 
 MAX_RESULT = 8 << 20
@@ -50,7 +66,15 @@ def _describe(exc: BaseException) -> str:
     return (f"{type(exc).__name__}: {exc}"[:600] + where).replace("\n", " ")
 
 
-def _child(job: dict[str, Any], out: int, proxies: dict[str, Any], parent: int) -> NoReturn:
+def _readable(paths: Any) -> tuple[str, ...]:
+    """The job's DB files, and the journal files SQLite reads beside them when they exist."""
+    out: list[str] = []
+    for path in paths:
+        out += [path, *(path + suffix for suffix in ("-journal", "-wal", "-shm") if os.path.exists(path + suffix))]
+    return tuple(out)
+
+
+def _child(job: dict[str, Any], out: int, proxies: dict[str, Any], parent: int, unsafe: bool) -> NoReturn:
     """In the fork: shed every fd but the result pipe, confine, run, report, exit."""
     try:
         devnull = os.open(os.devnull, os.O_RDWR)
@@ -59,11 +83,11 @@ def _child(job: dict[str, Any], out: int, proxies: dict[str, Any], parent: int) 
         os.closerange(3, out)
         os.closerange(out + 1, 1 << 16)
         die_with_parent(parent)
-        confine(cpu_s=int(job["cpu_s"]), memory_mb=int(job["memory_mb"]))
         unreadable = [p for p in job.get("readable", ()) if not os.access(p, os.R_OK)]
         if unreadable:
-            raise PermissionError(f"the verifier sandbox (uid {os.getuid()}) cannot read {unreadable[0]}; keep world "
-                                  "files where other users can reach them (the default workdir does)")
+            raise PermissionError(f"the verifier sandbox (uid {os.getuid()}) cannot read {unreadable[0]}")
+        limits = Limits(memory_mb=int(job["memory_mb"]), cpu_s=int(job["cpu_s"]), open_files=32, processes=0)
+        confine(Confinement(limits, readable=_readable(job.get("readable", ()))), unsafe=unsafe)
         result: dict[str, Any] = {"ok": True, "value": run_verifier(job, proxies)}
     except MemoryError:
         result = {"ok": False, "error": f"verifier exceeded its memory limit ({job['memory_mb']} MiB)"}
@@ -84,8 +108,8 @@ def _child(job: dict[str, Any], out: int, proxies: dict[str, Any], parent: int) 
 
 
 class Server:
-    def __init__(self, in_fd: int, out_fd: int, *, max_children: int, parent: int) -> None:
-        self.in_fd, self.out_fd, self.parent = in_fd, out_fd, parent
+    def __init__(self, in_fd: int, out_fd: int, *, max_children: int, parent: int, unsafe: bool = False) -> None:
+        self.in_fd, self.out_fd, self.parent, self.unsafe = in_fd, out_fd, parent, unsafe
         self.max_children = max_children
         self.proxies = module_proxies()
         self.sel = selectors.DefaultSelector()
@@ -105,16 +129,27 @@ class Server:
                 return False
             if len(self.inbuf) < HEADER.size + size:
                 break
-            self.jobs.append(decode(bytes(self.inbuf[HEADER.size:HEADER.size + size])))
+            job = decode(bytes(self.inbuf[HEADER.size:HEADER.size + size]))
             del self.inbuf[:HEADER.size + size]
+            if job.get("op") == "cancel":
+                self._cancel(int(job["id"]))
+            else:
+                self.jobs.append(job)
         return True
+
+    def _cancel(self, job_id: int) -> None:
+        """The caller stopped waiting: drop the job if queued, kill it if running (its reply is discarded)."""
+        self.jobs = deque(j for j in self.jobs if int(j["id"]) != job_id)
+        for fd, child in list(self.children.items()):
+            if child.job_id == job_id:
+                self._kill(fd, "verifier cancelled")
 
     def _spawn(self, job: dict[str, Any]) -> None:
         read_end, write_end = os.pipe()
         pid = os.fork()
         if pid == 0:
             os.close(read_end)
-            _child(job, write_end, self.proxies, os.getppid())
+            _child(job, write_end, self.proxies, os.getppid(), self.unsafe)
         os.close(write_end)
         os.set_blocking(read_end, False)
         now = time.monotonic()
@@ -189,12 +224,16 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--parent", type=int, required=True)
     parser.add_argument("--max-children", type=int, default=4)
+    parser.add_argument("--unsafe", action="store_true")
     args = parser.parse_args()
     die_with_parent(args.parent)
+    if not args.unsafe:
+        enter_namespaces()  # once, single-threaded: every job inherits no network and its own user namespace
+        prepare_confinement()
     in_fd, out_fd = protocol_fds()
     import _strptime  # noqa: F401  datetime.strptime imports it lazily; the child may not be able to
 
-    server = Server(in_fd, out_fd, max_children=args.max_children, parent=args.parent)
+    server = Server(in_fd, out_fd, max_children=args.max_children, parent=args.parent, unsafe=args.unsafe)
     # Without this a child's first full collection walks every inherited object, copying each page
     # it touches: ~25 ms of a verification's ~30 ms. Frozen objects are outside the collector's reach.
     gc.collect()

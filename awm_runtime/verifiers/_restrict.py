@@ -1,19 +1,22 @@
 """The Python-level second layer around verifier code (the OS boundary is `isolation._confine`).
 
 It stops the ordinary routes before they reach the OS boundary: the code is checked before it
-runs (no private or frame attributes, allowlisted imports only), builtins lack
-open/exec/eval/compile, imports yield trimmed copies of allowlisted modules, and
-`sqlite3.connect` opens files read-only.
+runs (no private or frame attributes, in attribute access, match patterns or bindings; no
+`super`; allowlisted imports only), `str.format`/`format_map` refuse fields that walk attributes
+or indexes, builtins lack open/exec/eval/compile, imports yield trimmed copies of allowlisted
+modules, and `sqlite3.connect` opens files read-only with no ATTACH.
 """
 
 from __future__ import annotations
 
 import ast
 import builtins
+import functools
 import importlib
 import inspect
 import os
 import sqlite3
+import string
 import types
 from collections.abc import Callable
 from typing import Any
@@ -35,12 +38,22 @@ _HIDDEN = {
 }
 # Attributes that lead from an ordinary object to frames, code or globals.
 BLOCKED_ATTRS = frozenset({
-    "gi_frame", "gi_code", "gi_yieldfrom", "cr_frame", "cr_code", "cr_await", "ag_frame", "ag_code", "ag_await",
-    "f_back", "f_globals", "f_locals", "f_builtins", "f_code", "tb_frame", "tb_next", "co_code", "co_consts",
-    "mro",
+    "gi_frame", "gi_code", "gi_yieldfrom", "gi_running", "gi_suspended", "cr_frame", "cr_code", "cr_await",
+    "cr_origin", "cr_running", "cr_suspended", "ag_frame", "ag_code", "ag_await", "ag_running",
+    "f_back", "f_globals", "f_locals", "f_builtins", "f_code", "f_trace", "f_lasti", "f_lineno",
+    "tb_frame", "tb_next", "tb_lasti", "tb_lineno", "co_code", "co_consts", "co_names", "co_varnames",
+    "mro", "with_traceback",
 })
+# Names a verifier may not bind or use: `super` reaches a base class's methods (sqlite3.Connection's
+# set_authorizer, around ReadOnlyConnection's refusal).
+BLOCKED_NAMES = frozenset({"super"})
+# str.format and format_map walk attributes and indexes named in the format string ('{0.__globals__}'):
+# a verifier's `.format` goes through `_safe_format`, which refuses such fields.
+FORMAT_ATTRS = frozenset({"format", "format_map"})
+_FORMAT_HOOK = "__awm_format__"  # a dunder name: verifier code cannot name it, the rewritten tree can
 _REMOVED_BUILTINS = ("open", "exec", "eval", "compile", "__import__", "input", "breakpoint", "help", "exit",
-                     "quit", "globals", "locals", "vars", "memoryview", "getattr", "setattr", "delattr", "hasattr")
+                     "quit", "globals", "locals", "vars", "memoryview", "getattr", "setattr", "delattr", "hasattr",
+                     "super")
 
 
 class Refused(Exception):
@@ -51,15 +64,37 @@ def _allowed_name(name: str) -> bool:
     return not name.startswith("_") and name not in BLOCKED_ATTRS
 
 
+def _check_binding(name: str | None, line: Any) -> None:
+    if name is not None and ((name.startswith("__") and name != "__name__") or name in BLOCKED_NAMES):
+        raise Refused(f"line {line}: name {name!r} is not allowed in a verifier")
+
+
 def check_source(code: str) -> ast.Module:
-    """Parse the verifier and refuse private/frame attributes, dunder names and unlisted imports."""
+    """Parse the verifier and refuse private/frame attributes (in expressions and match patterns),
+    dunder and blocked names (used or bound), and unlisted imports; `.format` is routed through
+    `_safe_format`."""
     tree = ast.parse(code, "<verifier>")
     for node in ast.walk(tree):
         line = getattr(node, "lineno", "?")
         if isinstance(node, ast.Attribute) and not _allowed_name(node.attr):
             raise Refused(f"line {line}: attribute {node.attr!r} is not allowed in a verifier")
-        if isinstance(node, ast.Name) and node.id.startswith("__") and node.id != "__name__":
-            raise Refused(f"line {line}: name {node.id!r} is not allowed in a verifier")
+        if isinstance(node, ast.Name):
+            _check_binding(node.id, line)
+        elif isinstance(node, ast.MatchClass):  # `case C(attr=p)` reads C's attribute `attr` like getattr
+            for attr in node.kwd_attrs:
+                if not _allowed_name(attr) or attr in FORMAT_ATTRS:
+                    raise Refused(f"line {line}: match pattern attribute {attr!r} is not allowed in a verifier")
+        elif isinstance(node, ast.MatchAs | ast.MatchStar):
+            _check_binding(node.name, line)
+        elif isinstance(node, ast.MatchMapping):
+            _check_binding(node.rest, line)
+        elif isinstance(node, ast.Global | ast.Nonlocal):
+            for name in node.names:
+                _check_binding(name, line)
+        elif isinstance(node, ast.alias):
+            _check_binding(node.asname, line)
+        elif isinstance(node, ast.ExceptHandler):
+            _check_binding(node.name, line)
         if isinstance(node, ast.Import):
             for alias in node.names:
                 _check_module(alias.name, line)
@@ -70,7 +105,42 @@ def check_source(code: str) -> ast.Module:
             for alias in node.names:
                 if not _allowed_name(alias.name) or alias.name == "*":
                     raise Refused(f"line {line}: importing {alias.name!r} is not allowed in a verifier")
-    return tree
+    return ast.fix_missing_locations(_FormatRewriter().visit(tree))
+
+
+class _FormatRewriter(ast.NodeTransformer):
+    """`x.format` / `x.format_map` (read) -> `__awm_format__(x, "format")`."""
+
+    def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
+        self.generic_visit(node)
+        if node.attr in FORMAT_ATTRS and isinstance(node.ctx, ast.Load):
+            return ast.copy_location(ast.Call(ast.Name(_FORMAT_HOOK, ast.Load()),
+                                              [node.value, ast.Constant(node.attr)], []), node)
+        return node
+
+
+def _check_format_string(template: str) -> None:
+    for _, field, spec, _ in string.Formatter().parse(template):
+        if field is not None and ("." in field or "[" in field):
+            raise Refused(f"format field {{{field}}} walks attributes or indexes, which a verifier may not do")
+        if spec:
+            _check_format_string(spec)
+
+
+def _safe_format(template: str, method: str, /, *args: Any, **kwargs: Any) -> str:
+    template = str.__str__(template)  # a str subclass's own parse or format would not be the one checked
+    _check_format_string(template)
+    return getattr(str, method)(template, *args, **kwargs)  # type: ignore[no-any-return]
+
+
+def _format_attr(obj: Any, name: str) -> Any:
+    """What `obj.format` is in a verifier: for strings (and `str` itself), a checked format."""
+    if isinstance(obj, str):
+        return functools.partial(_safe_format, obj, name)
+    if obj is str:
+        return lambda template, *args, **kwargs: _safe_format(str.__str__(template), name, *args, **kwargs)
+    # Anything else with a .format may pass its own string to str.format unchecked (collections.UserString).
+    raise Refused(f".{name} is allowed only on strings in a verifier")
 
 
 def _check_module(name: str, line: Any) -> None:
@@ -103,6 +173,8 @@ class ReadOnlyConnection(sqlite3.Connection):
         super().__init__(target, timeout, detect_types, isolation_level, check_same_thread,
                          sqlite3.Connection, cached_statements, uri=target != ":memory:")
         super().set_authorizer(_deny_attach)
+        # A second, separate refusal of ATTACH (and VACUUM INTO, which attaches): no database slots at all.
+        super().setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
 
     def enable_load_extension(self, enabled: bool, /) -> None:
         raise Refused("loading SQLite extensions is not allowed in a verifier")
@@ -112,6 +184,11 @@ class ReadOnlyConnection(sqlite3.Connection):
 
     def set_authorizer(self, *args: Any, **kwargs: Any) -> None:
         raise Refused("changing the SQLite authorizer is not allowed in a verifier")
+
+    def setlimit(self, category: int, limit: int, /) -> int:
+        if category == sqlite3.SQLITE_LIMIT_ATTACHED:
+            raise Refused("changing the attached-database limit is not allowed in a verifier")
+        return super().setlimit(category, limit)
 
 
 def connect_read_only(database: Any, *args: Any, **kwargs: Any) -> sqlite3.Connection:
@@ -137,12 +214,15 @@ def module_proxies() -> dict[str, types.ModuleType]:
 
 
 def _guard(name: Any) -> None:
-    if isinstance(name, str) and not _allowed_name(name):
+    # Exactly str: a str subclass can override startswith/__eq__/__hash__ and pass for a public name.
+    if type(name) is not str or not _allowed_name(name):
         raise Refused(f"attribute {name!r} is not allowed in a verifier")
 
 
 def restricted_builtins(proxies: dict[str, types.ModuleType]) -> dict[str, Any]:
     def _import(name: str, globals: Any = None, locals: Any = None, fromlist: Any = (), level: int = 0) -> Any:
+        if type(name) is not str:
+            raise ImportError("import of a non-string name is not allowed in a verifier")
         if name in _INTERNAL and not level:  # C code (datetime.strptime) imports these through our frame
             return importlib.import_module(name)
         if level or name not in proxies:
@@ -151,6 +231,8 @@ def restricted_builtins(proxies: dict[str, types.ModuleType]) -> dict[str, Any]:
 
     def _getattr(obj: Any, name: str, *default: Any) -> Any:
         _guard(name)
+        if name in FORMAT_ATTRS:
+            return _format_attr(obj, name)
         return getattr(obj, name, *default)
 
     def _hasattr(obj: Any, name: str) -> bool:
@@ -167,6 +249,7 @@ def restricted_builtins(proxies: dict[str, types.ModuleType]) -> dict[str, Any]:
 
     safe = {k: v for k, v in vars(builtins).items() if k not in _REMOVED_BUILTINS}
     safe.update(__import__=_import, getattr=_getattr, hasattr=_hasattr, setattr=_setattr, delattr=_delattr)
+    safe[_FORMAT_HOOK] = _format_attr
     return safe
 
 

@@ -8,6 +8,7 @@ flight fail with a clear error and the next one starts a new server.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import os
 import sys
@@ -15,7 +16,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from awm_runtime.isolation import FrameError, encode, kill_process, read_frame, scrubbed_env, stop_process
+from awm_runtime.isolation import FrameError, encode, kill_process, mark_private, read_frame, scrubbed_env, stop_process
 
 START_TIMEOUT_S = 60.0
 GRACE_S = 10.0  # the server enforces the timeout; the runtime waits this much longer before giving up on it
@@ -32,10 +33,11 @@ class Sandbox:
     """A pre-forked verifier server (see `_fork_server`)."""
 
     def __init__(self, *, max_parallel: int = 0, memory_mb: int = 512,
-                 module: str = "awm_runtime.verifiers._fork_server") -> None:
+                 module: str = "awm_runtime.verifiers._fork_server", unsafe: bool = False) -> None:
         self.max_parallel = max_parallel or max(2, os.cpu_count() or 2)
         self.memory_mb = memory_mb
         self.module = module
+        self.unsafe = unsafe
         self._proc: asyncio.subprocess.Process | None = None
         self._reader: asyncio.Task[None] | None = None
         self._pending: dict[int, asyncio.Future[dict[str, Any]]] = {}
@@ -51,9 +53,10 @@ class Sandbox:
         async with self._start_lock:
             if self._proc is not None and self._proc.returncode is None:
                 return self._proc
+            mark_private()  # before any verifier code runs: our memory and environment are unreadable to it
             proc = await asyncio.create_subprocess_exec(
                 sys.executable, "-I", "-m", self.module, "--parent", str(os.getpid()),
-                "--max-children", str(self.max_parallel),
+                "--max-children", str(self.max_parallel), *(["--unsafe"] if self.unsafe else []),
                 stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
                 env=scrubbed_env(), start_new_session=True)
             assert proc.stdout is not None
@@ -91,7 +94,8 @@ class Sandbox:
                   cpu_s: float | None = None, readable: tuple[str, ...] = ()) -> SandboxResult:
         """Run `function` from `code` with the keyword arguments it accepts among `kwargs`.
 
-        `readable` are files the verifier must be able to read (checked, with a clear error, before it runs).
+        `readable` are files the verifier must be able to read (checked, with a clear error, before it runs);
+        with the `*_db_path` arguments they are all it can read.
         """
         started = time.perf_counter()
         try:
@@ -104,9 +108,11 @@ class Sandbox:
         rounds = len(self._pending) // self.max_parallel + 1
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self._pending[job_id] = future
+        # What the job may read: the files named, and the DBs it is given (nothing else: the OS enforces it).
+        dbs = [str(v) for k, v in kwargs.items() if k.endswith("_db_path") and v]
         job = {"id": job_id, "code": code, "function": function, "kwargs": kwargs, "timeout_s": timeout_s,
                "cpu_s": max(1, int(cpu_s if cpu_s is not None else timeout_s + 1)), "memory_mb": self.memory_mb,
-               "readable": list(readable)}
+               "readable": list(dict.fromkeys([*readable, *dbs]))}
         assert proc.stdin is not None
         try:
             async with self._write_lock:
@@ -117,6 +123,12 @@ class Sandbox:
             self._pending.pop(job_id, None)
             return SandboxResult(None, f"the verifier server failed ({type(exc).__name__})",
                                  (time.perf_counter() - started) * 1000)
+        except asyncio.CancelledError:
+            # The caller stopped waiting: forget the job and have the server drop or kill it.
+            if self._pending.pop(job_id, None) is not None and proc.returncode is None:
+                with contextlib.suppress(Exception):
+                    proc.stdin.write(encode({"op": "cancel", "id": job_id}))
+            raise
         elapsed = (time.perf_counter() - started) * 1000
         if not reply.get("ok"):
             return SandboxResult(None, str(reply.get("error") or "verifier failed"), elapsed)

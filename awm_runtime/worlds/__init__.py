@@ -61,7 +61,8 @@ def load_local_worlds(spec: str | Path = "builtin", *, solutions: Path | None = 
 def world_options(config: RunConfig) -> WorldOptions:
     """The world settings of a run."""
     return WorldOptions(verifier=config.verifier, foreign_keys=config.foreign_keys,
-                        tool_timeout_s=config.tool_timeout_s, workers=config.world_workers)
+                        tool_timeout_s=config.tool_timeout_s, workers=config.world_workers,
+                        unsafe_no_sandbox=config.unsafe_no_sandbox)
 
 
 def load_split(world: RunWorld) -> dict[str, set[tuple[str, int]]]:

@@ -46,6 +46,7 @@ def _connect_current() -> sqlite3.Connection:
     # rollback journal can live in memory and nothing needs syncing.
     conn.execute("PRAGMA journal_mode=MEMORY")
     conn.execute("PRAGMA synchronous=OFF")
+    conn.execute("PRAGMA temp_store=MEMORY")  # a world worker may create no files: sorts and temp tables in RAM
     if _FOREIGN_KEYS.get():
         conn.execute("PRAGMA foreign_keys=ON")
     return conn

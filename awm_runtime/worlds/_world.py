@@ -1,9 +1,11 @@
 """AwmWorld: an AWM-format dataset served as a World, one private DB copy per episode.
 
 Scenario code never runs in this process: a `WorldWorkerPool` builds each scenario's template DB
-and imports its app once, then serves tool calls for every episode. Opening an episode is a
-file clone of the template (tens of microseconds on tmpfs); closing it deletes the file.
-Verification goes through the `Verifier` (sandboxed, read-only DBs), never through a tool.
+and imports its app once, then serves tool calls for every episode. Each scenario has its own
+directory, `<workdir>/<scenario>/` with `initial.db` and `episodes/`, and its workers can reach
+nothing else. Opening an episode is a file clone of the template (tens of microseconds on tmpfs);
+closing it deletes the file. Verification goes through the `Verifier` (confined, read-only DBs),
+never through a tool.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from awm_runtime.verifiers import Judge, Sandbox
 from awm_runtime.worlds._dbbuild import BuildReport
 from awm_runtime.worlds._format import Dataset, LoadProblem, Scenario, Solution
 from awm_runtime.worlds._verify import Verifier, VerifierMode
+from awm_runtime.worlds._world_worker import EPISODES
 from awm_runtime.worlds._world_worker_pool import PoolOptions, WorldWorkerPool
 
 log = structlog.get_logger("awm_runtime.worlds")
@@ -44,9 +47,11 @@ class WorldOptions:
     verifier_memory_mb: int = 512
     tool_timeout_s: float = 30.0
     load_timeout_s: float = 120.0
-    workers: int = 0  # 0: one per core, between 2 and 8
-    max_scenarios_per_worker: int = 64
+    workers: int = 0  # most world workers per scenario; 0: one per core, between 2 and 8
+    max_world_workers: int = 64  # most world workers alive at once (one scenario each)
+    world_memory_mb: int = 1024  # each world worker's address space
     validate_arguments: bool = True  # as mcp's server does before a fastapi-mcp tool runs
+    unsafe_no_sandbox: bool = False  # run dataset code unconfined (rlimits only): --unsafe-no-sandbox
 
 
 @dataclass(slots=True)
@@ -77,9 +82,7 @@ def _default_workdir() -> Path:
         pid = stale.name[len(WORKDIR_PREFIX):].split("-", 1)[0]
         if pid.isdigit() and not _alive(int(pid)):
             shutil.rmtree(stale, ignore_errors=True)
-    workdir = Path(tempfile.mkdtemp(prefix=f"{WORKDIR_PREFIX}{os.getpid()}-", dir=root))
-    workdir.chmod(0o711)  # the verifier sandbox runs as another user and must reach the DBs
-    return workdir
+    return Path(tempfile.mkdtemp(prefix=f"{WORKDIR_PREFIX}{os.getpid()}-", dir=root))  # mode 0700
 
 
 def _alive(pid: int) -> bool:
@@ -125,10 +128,10 @@ class AwmWorld:
         self._workdir = Path(workdir) if workdir else None
         o = self.options
         self.pool = WorldWorkerPool(PoolOptions(workers=o.workers, tool_timeout_s=o.tool_timeout_s,
-                                           load_timeout_s=o.load_timeout_s,
-                                           max_scenarios_per_worker=o.max_scenarios_per_worker,
-                                           validate_arguments=o.validate_arguments))
-        self.sandbox = Sandbox(memory_mb=o.verifier_memory_mb)
+                                                load_timeout_s=o.load_timeout_s, max_workers=o.max_world_workers,
+                                                memory_mb=o.world_memory_mb, validate_arguments=o.validate_arguments,
+                                                unsafe=o.unsafe_no_sandbox))
+        self.sandbox = Sandbox(memory_mb=o.verifier_memory_mb, unsafe=o.unsafe_no_sandbox)
         self.verifier = Verifier(self.sandbox, mode=o.verifier, timeout_s=o.verifier_timeout_s, judge=judge)
         self.problems: list[LoadProblem] = list(dataset.problems)
         self._prepared: dict[str, _Prepared | _Failed] = {}
@@ -188,7 +191,9 @@ class AwmWorld:
 
     async def _build(self, scenario_id: str) -> _Prepared | _Failed:
         sc = self.dataset.scenarios[scenario_id]
-        template = self.workdir / f"{scenario_id}.initial.db"
+        directory = self.workdir / scenario_id  # all its workers may reach: initial.db and episodes/
+        (directory / EPISODES).mkdir(parents=True, exist_ok=True)
+        template = directory / "initial.db"
         payload = {"code": sc.full_code, "inserts": [list(i) for i in sc.inserts],
                    "tables": [[t.name, t.ddl, list(t.indexes), list(t.examples)] for t in sc.tables]}
         try:
@@ -221,7 +226,7 @@ class AwmWorld:
 
     async def open(self, task: Task, *, episode_id: str) -> AwmSession:
         prepared = await self.prepare(task.scenario)
-        db = self.workdir / f"ep-{episode_id}-{next(self._ids)}.db"
+        db = prepared.template.parent / EPISODES / f"ep-{episode_id}-{next(self._ids)}.db"
         if prepared.size <= INLINE_CLONE_BYTES:
             clone_file(prepared.template, db, prepared.size)
         else:

@@ -1,10 +1,17 @@
-"""A world worker process: imports scenarios once and serves their tool calls, one at a time.
+"""The world zygote and its world workers: scenario code runs here, one scenario per worker.
 
-Run by the pool as `python -I -m awm_runtime.worlds._world_worker --parent PID` with a scrubbed
-environment. It speaks length-prefixed JSON frames on its original stdin/stdout; scenario code
-that prints goes to stderr instead, so it can never corrupt the protocol. It dies with its
-parent, and holds no episode state: an episode's state is its DB file, so a replacement worker
-can serve any episode.
+`python -I -m awm_runtime.worlds._world_worker --parent PID --control FD` is the zygote. It
+imports what generated FastAPI apps use, enters its namespaces (`isolation.enter_namespaces`),
+freezes the collector, then forks a world worker for each `spawn` on its control socket (a
+SOCK_SEQPACKET socket; the worker's pipes go back to the runtime with the reply). A fork costs
+milliseconds where a fresh interpreter would cost the imports again.
+
+A world worker confines itself before it runs any scenario code: Landlock lets it read the
+interpreter's files and its scenario's directory and write only there; after its scenario is
+built or imported it narrows to writing existing files in the `episodes/` folder. It speaks
+frames with request ids on its pipes; what scenario code prints goes to the stderr pipe. It
+dies with the zygote, which dies with the runtime, and it holds no episode state: an episode's
+state is its DB file, so a replacement worker can serve any episode of the scenario.
 """
 
 from __future__ import annotations
@@ -12,21 +19,42 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import ctypes
+import gc
 import importlib
+import json
 import os
 import shutil
+import signal
+import socket
+import time
 import traceback
 from pathlib import Path
 from typing import Any
 
-from awm_runtime.isolation import die_with_parent, encode, protocol_fds, read_frame_fd, write_all
+from awm_runtime.isolation import (
+    Confinement,
+    Limits,
+    confine,
+    die_with_parent,
+    encode,
+    enter_namespaces,
+    narrow,
+    read_frame_fd,
+    write_all,
+)
+from awm_runtime.isolation import prepare as prepare_confinement
 from awm_runtime.worlds._dbbuild import build_database
 from awm_runtime.worlds._format import Scenario, TableDef
 from awm_runtime.worlds._host import ScenarioHost
 
-# What generated FastAPI apps import: loaded before the first scenario so imports cost little.
-PRELOAD = ("fastapi", "fastapi.responses", "pydantic", "sqlalchemy", "sqlalchemy.orm", "sqlalchemy.pool",
-           "starlette.routing", "email_validator", "uvicorn", "jsonschema")
+# What generated FastAPI apps import: loaded once in the zygote, so a worker imports little.
+PRELOAD = ("fastapi", "fastapi.responses", "fastapi.encoders", "fastapi.openapi.utils", "pydantic", "sqlalchemy",
+           "sqlalchemy.orm", "sqlalchemy.pool", "sqlalchemy.dialects.sqlite", "starlette.routing", "email_validator",
+           "uvicorn", "jsonschema", "anyio", "anyio._backends._asyncio", "datetime", "decimal", "enum", "uuid",
+           "json", "re", "typing", "hashlib", "secrets", "random", "math")
+EPISODES = "episodes"  # a scenario directory's folder of episode DBs: all its worker may write once loaded
+_M_ARENA_MAX = -8
 
 
 def describe(exc: BaseException) -> str:
@@ -40,17 +68,30 @@ def describe(exc: BaseException) -> str:
 
 
 class Worker:
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+    """One scenario's app, built or imported once, serving its episodes' tool calls one at a time."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, directory: Path, final: Confinement, unsafe: bool) -> None:
         self.loop = loop
-        self.hosts: dict[str, ScenarioHost] = {}
+        self.directory = directory
+        self.final = final
+        self.unsafe = unsafe
+        self.host: ScenarioHost | None = None
 
     def _load(self, msg: dict[str, Any], import_db: str) -> dict[str, Any]:
+        if self.host is not None:
+            return {"ok": False, "error": "this world worker already serves a scenario"}
         host = ScenarioHost(msg["scenario"], msg["code"], import_db=import_db,
                             foreign_keys=bool(msg.get("foreign_keys")),
                             validate_arguments=bool(msg.get("validate_arguments", True)))
         self.loop.run_until_complete(host.start())
-        self.hosts[msg["scenario"]] = host
+        self.host = host
         return {"ok": True, "tools": host.tools}
+
+    def _template(self, msg: dict[str, Any]) -> Path:
+        template = Path(msg["template"])
+        if template.parent != self.directory:
+            raise ValueError(f"template {template} is outside this worker's directory")
+        return template
 
     def build(self, msg: dict[str, Any]) -> dict[str, Any]:
         """Build the template, then import the app against it: import-time DDL lands in every episode."""
@@ -58,7 +99,7 @@ class Worker:
                             tables=[TableDef(t[0], t[1], tuple(t[2]), tuple(t[3])) for t in msg["tables"]],
                             inserts=[(t, s) for t, s in msg["inserts"]])
         try:
-            report = build_database(scenario, Path(msg["template"]), foreign_keys=bool(msg.get("foreign_keys")))
+            report = build_database(scenario, self._template(msg), foreign_keys=bool(msg.get("foreign_keys")))
         except Exception as exc:
             return {"ok": False, "stage": "build", "error": describe(exc)}
         try:
@@ -68,13 +109,10 @@ class Worker:
         return {**reply, "report": report.to_dict()}
 
     def load(self, msg: dict[str, Any]) -> dict[str, Any]:
-        """Import a scenario built elsewhere, against a private scratch copy of its template.
-
-        The copy sits next to the template, in the world's directory, so nothing outlives the world.
-        """
-        scratch = Path(msg["template"]).with_name(f"{msg['scenario']}.import-{os.getpid()}.db")
-        shutil.copyfile(msg["template"], scratch)
-        scratch.chmod(0o644)
+        """Import a scenario built by another worker, against a private scratch copy of its template."""
+        template = self._template(msg)
+        scratch = template.with_name(f"import-{os.getpid()}.db")
+        shutil.copyfile(template, scratch)
         try:
             return self._load(msg, str(scratch))
         except Exception as exc:
@@ -83,10 +121,12 @@ class Worker:
             scratch.unlink(missing_ok=True)
 
     def call(self, msg: dict[str, Any]) -> dict[str, Any]:
-        host = self.hosts.get(msg["scenario"])
-        if host is None:
+        if self.host is None or self.host.scenario_id != msg["scenario"]:
             return {"ok": False, "error": f"scenario {msg['scenario']!r} is not loaded in this worker"}
-        reply = self.loop.run_until_complete(host.call(msg["db"], msg["tool"], msg.get("args") or {}))
+        db = Path(msg["db"])
+        if db.parent != self.directory / EPISODES:
+            return {"ok": False, "error": f"episode DB {db} is outside this worker's directory"}
+        reply = self.loop.run_until_complete(self.host.call(msg["db"], msg["tool"], msg.get("args") or {}))
         return {"ok": True, **reply}
 
     def handle(self, msg: dict[str, Any]) -> dict[str, Any] | None:
@@ -98,34 +138,148 @@ class Worker:
         handler = {"build": self.build, "load": self.load, "call": self.call}.get(str(op))
         if handler is None:
             return {"ok": False, "error": f"unknown op {op!r}"}
-        return handler(msg)
+        reply = handler(msg)
+        if op in ("build", "load") and reply.get("ok"):
+            # Loaded: from now on scenario code may write existing episode DBs and nothing else.
+            narrow(self.final, unsafe=self.unsafe)
+        return reply
+
+    def serve(self, in_fd: int, out_fd: int) -> None:
+        while (msg := read_frame_fd(in_fd)) is not None:
+            rid = msg.get("id")
+            try:
+                reply = self.handle(msg)
+            except BaseException as exc:  # SystemExit from scenario code included: report, then stop
+                write_all(out_fd, encode({"ok": False, "fatal": True, "error": describe(exc), "id": rid}))
+                return
+            if reply is None:
+                return
+            write_all(out_fd, encode({**reply, "id": rid, "cpu_s": round(time.process_time(), 3)}))
+
+
+def _worker_main(fds: tuple[int, int, int], spec: dict[str, Any], zygote: int, unsafe: bool) -> None:
+    """In a fresh fork of the zygote: keep three pipes, confine, serve."""
+    in_fd, out_fd, err_fd = fds
+    die_with_parent(zygote)
+    devnull = os.open(os.devnull, os.O_RDWR)
+    os.dup2(devnull, 0)
+    os.dup2(err_fd, 1)
+    os.dup2(err_fd, 2)
+    keep = sorted({0, 1, 2, in_fd, out_fd})
+    for low, high in zip(keep, [*keep[1:], 1 << 16], strict=True):
+        if high > low + 1:  # os.closerange(n, n) would close every fd from n up
+            os.closerange(low + 1, high)
+    directory = Path(spec["dir"])
+    episodes = directory / EPISODES
+    os.environ["SQLITE_TMPDIR"] = str(episodes)
+    os.environ.pop("DATABASE_PATH", None)
+    limits = Limits(**spec["limits"])
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    confine(Confinement(limits, creatable=(str(directory),), threads=True), unsafe=unsafe)
+    final = Confinement(limits, readable=(str(directory),), writable=(str(episodes),), threads=True)
+    loop = asyncio.new_event_loop()  # its self-pipe socketpair is made now, before scenario code
+    asyncio.set_event_loop(loop)
+    Worker(loop, directory, final, unsafe).serve(in_fd, out_fd)
+
+
+class Zygote:
+    """Forks world workers on request; reports how they ended."""
+
+    def __init__(self, control: socket.socket, parent: int, unsafe: bool) -> None:
+        self.control = control
+        self.parent = parent
+        self.unsafe = unsafe
+        self.ended: dict[int, int] = {}
+
+    def _reap(self, block_for: int | None = None, wait_s: float = 2.0) -> None:
+        deadline = time.monotonic() + wait_s
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid:
+                self.ended[pid] = status
+                while len(self.ended) > 4096:
+                    self.ended.pop(next(iter(self.ended)))
+                continue
+            if block_for is None or block_for in self.ended or time.monotonic() > deadline:
+                return
+            time.sleep(0.005)
+
+    def spawn(self, spec: dict[str, Any]) -> None:
+        req_r, req_w = os.pipe()
+        rep_r, rep_w = os.pipe()
+        err_r, err_w = os.pipe()
+        zygote = os.getpid()
+        pid = os.fork()
+        if pid == 0:
+            code = 0
+            try:
+                self.control.close()
+                for fd in (req_w, rep_r, err_r):
+                    os.close(fd)
+                _worker_main((req_r, rep_w, err_w), spec, zygote, self.unsafe)
+            except BaseException as exc:  # a worker that cannot confine itself never runs scenario code
+                with contextlib.suppress(Exception):
+                    os.write(2, f"world worker failed: {describe(exc)}\n".encode())
+                code = 70
+            finally:
+                os._exit(code)
+        for fd in (req_r, rep_w, err_w):
+            os.close(fd)
+        try:
+            socket.send_fds(self.control, [json.dumps({"ok": True, "pid": pid}).encode()], [req_w, rep_r, err_r])
+        finally:
+            for fd in (req_w, rep_r, err_r):
+                os.close(fd)
+
+    def serve(self) -> None:
+        while True:
+            try:
+                data = self.control.recv(1 << 16)
+            except InterruptedError:
+                continue
+            if not data:
+                return
+            msg = json.loads(data)
+            self._reap()
+            if msg.get("op") == "spawn":
+                self.spawn(msg)
+            elif msg.get("op") == "status":
+                pid = int(msg["pid"])
+                self._reap(block_for=pid)
+                self.control.send(json.dumps({"ok": True, "status": self.ended.pop(pid, None)}).encode())
+            else:
+                return
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--parent", type=int, required=True)
+    parser.add_argument("--control", type=int, required=True)
+    parser.add_argument("--unsafe", action="store_true")
     args = parser.parse_args()
     die_with_parent(args.parent)
-    in_fd, out_fd = protocol_fds()
+    control = socket.socket(fileno=args.control)
+    namespaces = "" if args.unsafe else enter_namespaces()  # before any import can start a thread
+    if not args.unsafe:
+        prepare_confinement()
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None).mallopt(_M_ARENA_MAX, 2)  # each malloc arena reserves 64 MiB of a worker's address space
     for name in PRELOAD:
         with contextlib.suppress(ImportError):
             importlib.import_module(name)
-    loop = asyncio.new_event_loop()
-    asyncio.set_event_loop(loop)
-    worker = Worker(loop)
-    write_all(out_fd, encode({"ok": True, "ready": True, "pid": os.getpid()}))
+    # Frozen objects are outside the collector's reach: a worker's first collection then does not
+    # touch (and copy) every page inherited from the zygote.
+    gc.collect()
+    gc.freeze()
+    control.send(json.dumps({"ok": True, "ready": True, "pid": os.getpid(), "namespaces": namespaces,
+                             "uid": os.getuid()}).encode())
     try:
-        while (msg := read_frame_fd(in_fd)) is not None:
-            try:
-                reply = worker.handle(msg)
-            except BaseException as exc:  # SystemExit from scenario code included: report, then stop
-                write_all(out_fd, encode({"ok": False, "fatal": True, "error": describe(exc)}))
-                break
-            if reply is None:
-                break
-            write_all(out_fd, encode(reply))
+        Zygote(control, args.parent, args.unsafe).serve()
     finally:
-        os._exit(0)  # skip interpreter teardown: scenario code may have left threads or atexit hooks
+        os._exit(0)
 
 
 if __name__ == "__main__":

@@ -1,17 +1,25 @@
-"""The world worker pool: scenario code runs here, in a few long-lived processes, never in the runtime.
+"""The world worker pool: scenario code runs in world workers, one scenario per worker, never in the runtime.
 
-Each worker imports a scenario once and serves any number of episodes: the episode's state is
-its own DB file, named in every call. A worker runs one request at a time and the pool knows
-which one, so a request that hangs (timeout) or kills its worker costs exactly that request:
-the worker is replaced and the requests queued behind it go on in the replacement.
+Workers are forked from a pre-imported zygote (`_world_worker`), so a new one costs milliseconds.
+Each is confined to its scenario's directory: another scenario's DBs, the user's files, the
+network and the runtime's memory are out of its reach. A scenario gets a second worker when
+requests pile up behind the first (up to `workers` per scenario); the least recently used idle
+worker is stopped when `max_workers` are alive.
+
+Every frame carries a request id and one reader task per worker hands each reply to the future of
+its id. A worker runs one request at a time: a request whose caller is cancelled keeps the worker
+until its reply comes (and is discarded) or its time runs out (and the worker is replaced), so a
+reply can never reach another request. A request that hangs or kills its worker costs that
+request: the requests queued behind it go on in a replacement.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import itertools
 import os
 import signal
-import sys
 import time
 from collections import deque
 from dataclasses import dataclass
@@ -20,15 +28,15 @@ from typing import Any
 import structlog
 
 from awm_runtime._errors import WorldError
-from awm_runtime.isolation import FrameError, encode, kill_process, read_frame, scrubbed_env, stop_process
+from awm_runtime.isolation import MAX_FRAME, FrameError, encode, read_frame
+from awm_runtime.worlds._world_zygote import Zygote, exit_text, reap_later
 
 log = structlog.get_logger("awm_runtime.worlds")
 
-START_TIMEOUT_S = 60.0
-# A request waits behind this many others on a worker that has its scenario loaded before the
-# pool imports the scenario in a second worker (an import costs ~100x a tool call).
+# A request waits behind this many others on its scenario's busiest-free worker before the pool
+# starts another worker for the scenario (an import costs ~100x a tool call).
 LOAD_PENALTY = 8
-_REAPERS: set[asyncio.Task[int]] = set()
+RECYCLE_CPU_SHARE = 0.8  # a worker that has used this share of its CPU limit is replaced between requests
 
 
 def default_workers() -> int:
@@ -37,113 +45,209 @@ def default_workers() -> int:
 
 @dataclass(frozen=True, slots=True)
 class PoolOptions:
-    workers: int = 0  # 0: one per core, between 2 and 8
+    workers: int = 0  # most workers per scenario; 0: one per core, between 2 and 8
+    max_workers: int = 64  # most workers alive at once (idle ones are stopped first)
     tool_timeout_s: float = 30.0
     load_timeout_s: float = 120.0
-    max_scenarios_per_worker: int = 64
     validate_arguments: bool = True
+    memory_mb: int = 1024  # each worker's address space
+    cpu_s: int = 600  # each worker's CPU seconds (it is replaced before it reaches them)
+    file_mb: int = 1024  # largest file (episode DB) a worker may write
+    unsafe: bool = False  # --unsafe-no-sandbox: rlimits only
+
+
+class _Died(Exception):
+    """The worker's reply pipe closed: it exited or was killed."""
 
 
 class _WorldWorker:
-    """One worker process and the parent's view of it: one request in flight, the rest queued."""
+    """A slot for one scenario's worker process: restarted when it dies, one request at a time."""
 
-    def __init__(self, index: int, module: str) -> None:
-        self.index = index
-        self.module = module
-        self.proc: asyncio.subprocess.Process | None = None
+    def __init__(self, pool: WorldWorkerPool, scenario: str) -> None:
+        self.pool, self.scenario = pool, scenario
+        self.pid: int | None = None
+        self.writer: asyncio.StreamWriter | None = None
         self.lock = asyncio.Lock()
-        self.loaded: set[str] = set()
-        self.wanted: set[str] = set()
-        self.pending = 0
-        self.stderr: deque[str] = deque(maxlen=20)
-        self._drain: asyncio.Task[None] | None = None
+        self.pending: dict[int, asyncio.Future[dict[str, Any]]] = {}
+        self.queued = 0
+        self.loaded = False
         self.started = 0
+        self.cpu_s = 0.0
+        self.last_used = time.monotonic()
+        self.handed_off = False  # the lock now belongs to a task awaiting a cancelled request's reply
+        self.stderr: deque[str] = deque(maxlen=20)
+        self._ids = itertools.count(1)
+        self._tasks: list[asyncio.Task[None]] = []
 
     @property
     def alive(self) -> bool:
-        return self.proc is not None and self.proc.returncode is None
+        return self.pid is not None
 
-    async def ensure_started(self) -> None:
-        if self.alive:
-            return
-        self.loaded.clear()
-        self.proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-I", "-m", self.module, "--parent", str(os.getpid()),
-            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-            env=scrubbed_env(), start_new_session=True)
+    async def _start(self) -> None:
+        directory = self.pool.directory(self.scenario)
+        o = self.pool.options
+        pid, (req_w, rep_r, err_r) = await self.pool.zygote.spawn({
+            "dir": str(directory), "limits": {"memory_mb": o.memory_mb, "cpu_s": o.cpu_s, "file_mb": o.file_mb,
+                                              "open_files": 256}})
+        loop = asyncio.get_running_loop()
+        reader = asyncio.StreamReader(limit=MAX_FRAME, loop=loop)
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(rep_r, "rb", 0))
+        errors = asyncio.StreamReader(loop=loop)
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(errors), os.fdopen(err_r, "rb", 0))
+        transport, protocol = await loop.connect_write_pipe(
+            lambda: asyncio.StreamReaderProtocol(asyncio.StreamReader()), os.fdopen(req_w, "wb", 0))
+        self.writer = asyncio.StreamWriter(transport, protocol, None, loop)
+        self.pid, self.loaded, self.cpu_s = pid, False, 0.0
+        self.pool.started += 1
+        self.pending = {}  # each process its own: a dead one's reader fails only its own requests
         self.started += 1
         self.stderr.clear()
-        self._drain = asyncio.get_running_loop().create_task(self._drain_stderr(self.proc))
-        await self.exchange(None, START_TIMEOUT_S, "starting a world worker")
+        self._tasks = [loop.create_task(self._read(reader, pid, self.pending)), loop.create_task(self._drain(errors))]
 
-    async def _drain_stderr(self, proc: asyncio.subprocess.Process) -> None:
-        """Keep the worker's stderr flowing (a full pipe would block it) and remember its tail."""
-        assert proc.stderr is not None
-        while line := await proc.stderr.readline():
-            self.stderr.append(line.decode(errors="replace").rstrip()[:300])
-
-    async def exchange(self, msg: dict[str, Any] | None, limit_s: float, what: str) -> dict[str, Any]:
-        """Send one request (None: just read the greeting) and wait for its reply, within `limit_s`."""
-        proc = self.proc
-        assert proc is not None and proc.stdin is not None and proc.stdout is not None
+    async def _read(self, reader: asyncio.StreamReader, pid: int,
+                    pending: dict[int, asyncio.Future[dict[str, Any]]]) -> None:
+        """Hand each reply to the future of its id; a reply nobody waits for any more is dropped."""
         try:
-            if msg is not None:
-                proc.stdin.write(encode(msg))
-                await proc.stdin.drain()
-            reply: dict[str, Any] = await asyncio.wait_for(read_frame(proc.stdout), limit_s)
-        except TimeoutError:
+            while True:
+                reply = await read_frame(reader)
+                rid = reply.pop("id", None) if isinstance(reply, dict) else None
+                future = pending.pop(rid, None) if isinstance(rid, int) else None
+                if future is None:
+                    log.debug("world_reply_discarded", scenario=self.scenario, request=rid)
+                    continue
+                self.cpu_s = float(reply.pop("cpu_s", self.cpu_s) or 0)
+                if not future.done():
+                    future.set_result(reply)
+        except (asyncio.IncompleteReadError, ConnectionError, FrameError, OSError, ValueError) as exc:
+            died = _Died(type(exc).__name__)
+        if self.pid == pid:
+            self._forget()
+        for future in pending.values():
+            if not future.done():
+                future.set_exception(died)
+        pending.clear()
+
+    async def _drain(self, errors: asyncio.StreamReader) -> None:
+        """Keep the worker's stderr flowing (a full pipe would block it) and remember its tail, whatever
+        it writes (a line of any length included)."""
+        tail = b""
+        while chunk := await errors.read(1 << 16):
+            *lines, tail = (tail + chunk).split(b"\n")
+            tail = tail[-4096:]
+            self.stderr.extend(line.decode(errors="replace").rstrip()[:300] for line in lines[-20:])
+        if tail:
+            self.stderr.append(tail.decode(errors="replace").rstrip()[:300])
+
+    def _forget(self) -> None:
+        self.pid, self.loaded = None, False
+        if self.writer is not None:
+            self.writer.close()
+            self.writer = None
+
+    def kill(self) -> None:
+        if self.pid is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, signal.SIGKILL)
+        self._forget()
+
+    async def stop(self) -> None:
+        """Ask the worker to exit (it holds no state), then kill it if it lingers."""
+        pid, writer = self.pid, self.writer
+        if pid is None or writer is None:
+            return
+        try:
+            writer.write(encode({"op": "exit", "id": 0}))
+            await asyncio.wait_for(writer.drain(), 1.0)
+        except (ConnectionError, TimeoutError, RuntimeError):
+            pass
+        reader_task = self._tasks[0] if self._tasks else None
+        if reader_task is not None:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(reader_task), 2.0)
+        if self.pid == pid:
             self.kill()
-            raise WorldError(f"{what} did not finish within {limit_s:g}s; its world worker was stopped "
-                             "and is replaced") from None
-        except (asyncio.IncompleteReadError, ConnectionError, FrameError) as exc:
-            code = await self._reap()
-            raise WorldError(f"{what}: the world worker died ({_exit_text(code)}){self._tail()}; "
-                             f"it is replaced") from exc
-        return reply
 
     def _tail(self) -> str:
         lines = [ln for ln in self.stderr if ln.strip()]
         return f"; last output: {lines[-1]}" if lines else ""
 
-    async def _reap(self) -> int | None:
-        proc, self.proc = self.proc, None
-        self.loaded.clear()
-        if proc is None:
-            return None
+    async def _died(self, pid: int | None, what: str) -> WorldError:
+        drain = self._tasks[1] if len(self._tasks) > 1 else None
+        status = None if pid is None else await self.pool.zygote.status(pid)
+        if drain is not None:  # the process is gone: its stderr ends soon; take its last lines
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(drain), 0.5)
+        return WorldError(f"{what}: the world worker died ({exit_text(status)}){self._tail()}; it is replaced")
+
+    async def request(self, msg: dict[str, Any], limit_s: float, what: str, *, load: bool = True) -> dict[str, Any]:
+        """Send one request once the worker is free (starting and loading it first if needed), await its reply."""
+        await self.lock.acquire()
         try:
-            return await asyncio.wait_for(proc.wait(), 2.0)
+            if not self.alive:
+                await self._start()
+            if load and not self.loaded:
+                reply = await self._exchange(self.pool.load_message(self.scenario), self.pool.options.load_timeout_s,
+                                             f"importing scenario {self.scenario!r}")
+                if not reply.get("ok"):
+                    self.kill()
+                    raise WorldError(f"scenario {self.scenario!r} failed to import: {reply.get('error')}")
+                self.loaded = True
+            reply = await self._exchange(msg, limit_s, what)
+            if msg.get("op") == "build" and reply.get("ok"):
+                self.loaded = True
+            if self.cpu_s > RECYCLE_CPU_SHARE * self.pool.options.cpu_s:
+                await self.stop()  # replaced before its CPU limit could end a request
+            return reply
+        finally:
+            self.last_used = time.monotonic()
+            if self.handed_off:
+                self.handed_off = False
+            else:
+                self.lock.release()
+
+    async def _exchange(self, msg: dict[str, Any], limit_s: float, what: str) -> dict[str, Any]:
+        """Send one frame and await the reply with its id. If the caller is cancelled first, the lock
+        passes to a task that awaits (and drops) the orphaned reply, so the next request gets its own."""
+        pid, pending = self.pid, self.pending
+        if self.writer is None:  # it died between its start (or last reply) and this request
+            raise await self._died(pid, what)
+        rid = next(self._ids)
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[dict[str, Any]] = loop.create_future()
+        pending[rid] = future
+        deadline = loop.time() + limit_s
+        try:
+            self.writer.write(encode({**msg, "id": rid}))
+            await self.writer.drain()
+            return await asyncio.wait_for(asyncio.shield(future), limit_s)
+        except asyncio.CancelledError:
+            if not future.done() and self.pid == pid:
+                self.handed_off = True
+                reap_later(self._await_orphan(rid, future, pending, deadline))  # releases the lock
+            raise
         except TimeoutError:
-            kill_process(proc)
-            return await proc.wait()
+            self.kill()
+            raise WorldError(f"{what} did not finish within {limit_s:g}s; its world worker was stopped "
+                             "and is replaced") from None
+        except (_Died, ConnectionError, RuntimeError) as exc:
+            self.kill()
+            raise await self._died(pid, what) from exc
+        finally:
+            if not self.handed_off:
+                pending.pop(rid, None)
 
-    def kill(self) -> None:
-        proc, self.proc = self.proc, None
-        self.loaded.clear()
-        if proc is not None:
-            kill_process(proc, release=True)
-            reaper = asyncio.get_running_loop().create_task(proc.wait())
-            _REAPERS.add(reaper)  # the loop keeps only weak references to tasks
-            reaper.add_done_callback(_REAPERS.discard)
-
-    async def stop(self) -> None:
-        proc, self.proc = self.proc, None
-        if proc is None:
-            return
-        await stop_process(proc, farewell=encode({"op": "exit"}))
-        if self._drain is not None:
-            self._drain.cancel()
-
-
-
-def _exit_text(code: int | None) -> str:
-    if code is None:
-        return "exit status unknown"
-    if code < 0:
+    async def _await_orphan(self, rid: int, future: asyncio.Future[dict[str, Any]],
+                            pending: dict[int, asyncio.Future[dict[str, Any]]], deadline: float) -> None:
+        """A cancelled request's reply is still coming: keep the worker busy until it does, then drop it."""
         try:
-            return f"killed by {signal.Signals(-code).name}"
-        except ValueError:
-            return f"killed by signal {-code}"
-    return f"exit code {code}"
+            await asyncio.wait_for(future, max(0.0, deadline - asyncio.get_running_loop().time()))
+        except TimeoutError:
+            self.kill()
+        except Exception:  # the worker died: the next request restarts it
+            pass
+        finally:
+            pending.pop(rid, None)
+            self.lock.release()
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,93 +260,88 @@ class LoadSpec:
 
 
 class WorldWorkerPool:
-    """Routes scenario builds, imports and tool calls to worker processes, and contains their failures."""
+    """Routes scenario builds, imports and tool calls to world workers, and contains their failures."""
 
-    def __init__(self, options: PoolOptions | None = None, *, module: str = "awm_runtime.worlds._world_worker") -> None:
+    def __init__(self, options: PoolOptions | None = None, *,
+                 module: str = "awm_runtime.worlds._world_worker") -> None:
         self.options = options or PoolOptions()
-        n = self.options.workers or default_workers()
-        self.workers = [_WorldWorker(i, module) for i in range(n)]
+        self.replicas = self.options.workers or default_workers()
+        self.zygote = Zygote(module, self.options.unsafe)
+        self.workers: dict[str, list[_WorldWorker]] = {}
         self._specs: dict[str, LoadSpec] = {}
-        self.replaced = 0
+        self._dirs: dict[str, str] = {}
+        self.replaced = 0  # workers replaced after a failure
+        self.started = 0  # worker processes started
 
     def pids(self) -> list[int]:
-        return [w.proc.pid for w in self.workers if w.proc is not None and w.alive]
+        """The zygote's and every live worker's pid."""
+        out = [self.zygote.proc.pid] if self.zygote.alive and self.zygote.proc is not None else []
+        return out + [w.pid for ws in self.workers.values() for w in ws if w.pid is not None]
 
     async def start(self) -> None:
-        """Start every worker now (in parallel) rather than on first use."""
-        async def one(w: _WorldWorker) -> None:
-            async with w.lock:
-                await w.ensure_started()
-        await asyncio.gather(*(one(w) for w in self.workers))
+        """Start the zygote now rather than on first use."""
+        async with self.zygote.lock:
+            await self.zygote._ensure()
 
-    def _pick(self, scenario: str) -> _WorldWorker:
-        def cost(w: _WorldWorker) -> tuple[int, int]:
-            return (w.pending + (0 if scenario in w.wanted else LOAD_PENALTY), w.index)
-        worker = min(self.workers, key=cost)
-        worker.wanted.add(scenario)
-        return worker
+    def directory(self, scenario: str) -> str:
+        return self._dirs[scenario]
 
-    async def _request(self, scenario: str, msg: dict[str, Any], limit_s: float, what: str, *,
-                       check: bool = True) -> dict[str, Any]:
-        """Run one request on a worker that has `scenario` loaded (loading it first if needed).
-
-        A reply with ok=false replaces the worker and raises WorldError, or is returned if not `check`.
-        """
-        w = self._pick(scenario)
-        w.pending += 1
-        try:
-            async with w.lock:
-                try:
-                    await w.ensure_started()
-                    if scenario not in w.loaded:
-                        await self._make_room(w, scenario)
-                        if msg["op"] != "build":
-                            await self._load(w, scenario)
-                    reply = await w.exchange(msg, limit_s, what)
-                except WorldError:
-                    self.replaced += 1
-                    w.wanted.discard(scenario)
-                    raise
-                if not reply.get("ok"):
-                    self.replaced += 1
-                    w.kill()  # a failed import or a fatal error leaves the worker in an unknown state
-                    w.wanted.discard(scenario)
-                    if not check:
-                        return reply
-                    raise WorldError(f"{what} failed: {reply.get('error')}") from None
-                if msg["op"] == "build":
-                    w.loaded.add(scenario)
-                return reply
-        finally:
-            w.pending -= 1
-
-    async def _make_room(self, w: _WorldWorker, scenario: str) -> None:
-        if len(w.loaded) >= self.options.max_scenarios_per_worker:
-            # Python cannot unload a module cleanly; a fresh process is the way to free memory.
-            await w.stop()
-            w.wanted = {scenario}
-            await w.ensure_started()
-
-    async def _load(self, w: _WorldWorker, scenario: str) -> None:
+    def load_message(self, scenario: str) -> dict[str, Any]:
         spec = self._specs.get(scenario)
         if spec is None:
             raise WorldError(f"scenario {scenario!r} has not been built")
-        reply = await w.exchange({"op": "load", "scenario": scenario, "code": spec.code, "template": spec.template,
-                                  "foreign_keys": spec.foreign_keys,
-                                  "validate_arguments": self.options.validate_arguments},
-                                 self.options.load_timeout_s, f"importing scenario {scenario!r}")
+        return {"op": "load", "scenario": scenario, "code": spec.code, "template": spec.template,
+                "foreign_keys": spec.foreign_keys, "validate_arguments": self.options.validate_arguments}
+
+    def _pick(self, scenario: str) -> _WorldWorker:
+        slots = self.workers.setdefault(scenario, [])
+        best = min(slots, key=lambda w: w.queued, default=None)
+        if best is None or (best.queued >= LOAD_PENALTY and len(slots) < self.replicas):
+            self._make_room()
+            best = _WorldWorker(self, scenario)
+            slots.append(best)
+        return best
+
+    def _make_room(self) -> None:
+        """At `max_workers` live workers, stop the least recently used idle one (Python cannot unload a module)."""
+        live = [w for ws in self.workers.values() for w in ws if w.alive]
+        if len(live) < self.options.max_workers:
+            return
+        idle = [w for w in live if w.queued == 0 and not w.lock.locked()]
+        if idle:
+            victim = min(idle, key=lambda w: w.last_used)
+            self.workers[victim.scenario].remove(victim)
+            reap_later(victim.stop())
+
+    async def _request(self, scenario: str, msg: dict[str, Any], limit_s: float, what: str, *,
+                       check: bool = True) -> dict[str, Any]:
+        """Run one request on a worker of `scenario`. A reply with ok=false replaces the worker and raises
+        WorldError, or is returned if not `check`."""
+        w = self._pick(scenario)
+        w.queued += 1
+        try:
+            reply = await w.request(msg, limit_s, what, load=msg["op"] != "build")
+        except WorldError:
+            self.replaced += 1
+            raise
+        finally:
+            w.queued -= 1
         if not reply.get("ok"):
-            w.kill()
-            raise WorldError(f"scenario {scenario!r} failed to import: {reply.get('error')}")
-        w.loaded.add(scenario)
+            self.replaced += 1
+            w.kill()  # a failed import or a fatal error leaves the worker in an unknown state
+            if not check:
+                return reply
+            raise WorldError(f"{what} failed: {reply.get('error')}") from None
+        return reply
 
     async def build(self, scenario: str, payload: dict[str, Any], template: str,
                     foreign_keys: bool) -> dict[str, Any]:
-        """Build a scenario's template DB and import its app in one worker.
+        """Build a scenario's template DB and import its app in a new worker confined to the template's folder.
 
         The reply holds `tools` and the build `report`, or ok=false with the `stage` that failed
         (build or import), its `error`, and the report when the DB was built.
         """
+        self._dirs[scenario] = os.path.dirname(template)
         msg = {"op": "build", "scenario": scenario, "template": template, "foreign_keys": foreign_keys,
                "validate_arguments": self.options.validate_arguments, **payload}
         started = time.perf_counter()
@@ -260,11 +359,17 @@ class WorldWorkerPool:
                                    f"tool {tool!r} of scenario {scenario!r}")
 
     async def aclose(self) -> None:
-        await asyncio.gather(*(w.stop() for w in self.workers), return_exceptions=True)
+        await asyncio.gather(*(w.stop() for ws in self.workers.values() for w in ws), return_exceptions=True)
+        await self.zygote.aclose()
 
     def close(self) -> None:
-        """Synchronous stop: SIGKILL every worker (they hold no state worth saving)."""
-        for w in self.workers:
-            if w.proc is not None:
-                kill_process(w.proc, release=True)
-                w.proc = None
+        """Synchronous stop: SIGKILL every worker and the zygote (they hold no state worth saving)."""
+        for ws in self.workers.values():
+            for w in ws:
+                w.kill()
+        if self.zygote.sock is not None:
+            self.zygote.sock.close()
+            self.zygote.sock = None
+        if self.zygote.proc is not None and self.zygote.proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.zygote.proc.pid, signal.SIGKILL)

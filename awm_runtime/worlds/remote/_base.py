@@ -52,7 +52,7 @@ async def retried(what: str, attempts: int, options: RemoteOptions, fn: Callable
 
     retrying = AsyncRetrying(stop=stop_after_attempt(max(1, attempts)), reraise=True, before_sleep=before_sleep,
                              retry=retry_if_exception(lambda e: isinstance(e, TransientWorldError)),
-                             wait=wait_exponential_jitter(initial=options.backoff_s, max=options.max_backoff_s))
+                             wait=wait_exponential_jitter(multiplier=options.backoff_s, max=options.max_backoff_s))
     async for attempt in retrying:
         with attempt:
             return await fn()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+from typing import Any
 
 import structlog
 
@@ -43,3 +44,24 @@ def test_the_structlog_pipeline_redacts_before_rendering() -> None:
 def test_ordinary_words_that_look_a_bit_like_keys_survive() -> None:
     text = "helpdesk-ticketing-system monkey=business primary_key_column"
     assert redact(text) == text
+
+
+def test_registered_keys_never_reach_a_run_directory_file(tmp_path: Any) -> None:
+    """Redaction in depth: the values of the keys the process holds are scrubbed from every run-directory
+    write (episodes.jsonl, manifest/summary JSON, events.jsonl), whatever field they hide in."""
+    from awm_runtime.logs import EventStream, RunDirWriter, register_secrets, scrub_secrets
+
+    key = "sk-in-depth-0123456789abcdef"
+    register_secrets([key, "short"])
+    assert scrub_secrets(f"tool said {key}!") == f"tool said {REDACTED}!"
+    assert scrub_secrets("short stays: not a key") == "short stays: not a key"
+    writer = RunDirWriter(tmp_path)
+    writer.append(json.dumps({"messages": [{"content": f"found {key}"}]}).encode() + b"\n")
+    writer.write_json("summary.json", {"note": key, "nested": [{"k": key}]})
+    writer.close()
+    stream = EventStream(tmp_path / "events.jsonl")
+    stream.msg(json.dumps({"event": "x", "text": key}))
+    stream.close()
+    for path in tmp_path.iterdir():
+        data = path.read_bytes()
+        assert key.encode() not in data and REDACTED.encode() in data, path

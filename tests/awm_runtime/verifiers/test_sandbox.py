@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from awm_runtime.isolation import NOBODY, confine
+from awm_runtime.isolation import Confinement, Limits, confine
 from awm_runtime.verifiers import Sandbox
 
 
@@ -77,6 +77,29 @@ async def test_a_verifier_reads_the_db_with_the_usual_modules(sandbox: Sandbox, 
     ("import typing\nreturn typing.get_type_hints", "has no attribute 'get_type_hints'"),
     ("import json\nreturn json.decoder", "has no attribute 'decoder'"),
     ("import sqlite3\nc = sqlite3.connect(':memory:')\nc.enable_load_extension(True)", "extensions is not allowed"),
+    # Routes found in review: match patterns read attributes, super() reaches the base class, format strings
+    # walk attributes and indexes, frames hide in coroutines and tracebacks, str subclasses lie about names.
+    ("match ():\n    case object(__class__=t):\n        return t", "match pattern attribute '__class__'"),
+    ("match 1:\n    case __builtins__:\n        pass", "name '__builtins__' is not allowed"),
+    ("match {}:\n    case {**__builtins__}:\n        pass", "name '__builtins__' is not allowed"),
+    ("import sqlite3\nc = sqlite3.connect(final_db_path)\nsuper(sqlite3.Connection, c).set_authorizer(None)",
+     "name 'super' is not allowed"),
+    ("return '{0.__globals__}'.format(verify_x)", "walks attributes or indexes"),
+    ("return '{0[0]}'.format([1])", "walks attributes or indexes"),
+    ("return '{0:{1.__class__}}'.format(1, 2)", "walks attributes or indexes"),
+    ("return '{a.__class__}'.format_map({'a': 1})", "walks attributes or indexes"),
+    ("return str.format('{0.__class__}', 1)", "walks attributes or indexes"),
+    ("f = str.format\nreturn f('{0.real}', 1)", "walks attributes or indexes"),
+    ("return getattr('{0.__class__}', 'format')(1)", "walks attributes or indexes"),
+    ("import collections\nreturn collections.UserString('{0.__class__}').format(1)", "allowed only on strings"),
+    ("class S(str):\n    def startswith(self, *a):\n        return False\nreturn getattr((), S('__class__'))",
+     "is not allowed in a verifier"),
+    ("async def f():\n    pass\nreturn f().cr_frame", "attribute 'cr_frame' is not allowed"),
+    ("try:\n    1 / 0\nexcept Exception as e:\n    return e.with_traceback", "attribute 'with_traceback'"),
+    ("try:\n    1 / 0\nexcept Exception as __builtins__:\n    pass", "name '__builtins__' is not allowed"),
+    ("import json as __builtins__", "name '__builtins__' is not allowed"),
+    ("import sqlite3\nc = sqlite3.connect(':memory:')\nc.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 10)",
+     "attached-database limit"),
 ])
 async def test_escapes_are_refused(sandbox: Sandbox, db: Path, body: str, expected: str) -> None:
     value, error = await run(sandbox, body, db)
@@ -94,6 +117,19 @@ async def test_the_db_cannot_be_written(sandbox: Sandbox, db: Path, body: str) -
     assert error is not None and ("readonly database" in error or "authorization denied" in error
                                   or "not authorized" in error)
     assert sqlite3.connect(db).execute("SELECT count(*) FROM t").fetchone() == (2,)
+
+
+async def test_format_without_attribute_walks_still_works(sandbox: Sandbox, db: Path) -> None:
+    value, error = await run(sandbox, "return {'result': '{0}-{name:>3}'.format(1, name='a'), "
+                                      "'m': '{x}'.format_map({'x': 2}), 'u': str.format('{}', 3)}", db)
+    assert error is None and value == {"result": "1-  a", "m": "2", "u": "3"}
+
+
+async def test_vacuum_into_writes_no_file(sandbox: Sandbox, db: Path) -> None:
+    target = Path(tempfile.gettempdir()) / f"awm-vacuum-{os.getpid()}.db"
+    _, error = await run(sandbox, f"import sqlite3\nc = sqlite3.connect(final_db_path)\n"
+                                  f"c.execute(\"VACUUM INTO '{target}'\")", db)
+    assert error is not None and not target.exists()
 
 
 async def test_no_new_files(sandbox: Sandbox, db: Path, tmp_path: Path) -> None:
@@ -156,15 +192,28 @@ async def test_server_environment_has_no_secrets(monkeypatch: pytest.MonkeyPatch
         await box.aclose()
 
 
-def test_confine_forbids_processes_and_file_writes(tmp_path: Path) -> None:
-    """The OS layer on its own: after confine(), fork and file writes fail (and root has become nobody)."""
+def _capabilities() -> tuple[int, int]:
+    """(effective, permitted) capability bits of this process, from capget(2)."""
+    import ctypes
+
+    header = (ctypes.c_uint32 * 2)(0x20080522, 0)
+    data = (ctypes.c_uint32 * 6)()
+    assert ctypes.CDLL(None, use_errno=True).capget(header, data) == 0
+    return data[0] | data[3] << 32, data[1] | data[4] << 32
+
+
+def test_confine_forbids_processes_files_sockets_and_capabilities(tmp_path: Path) -> None:
+    """The OS layer on its own: after confine(), fork, file writes and sockets fail, and no capability is
+    left (root keeps uid 0 but loses every capability, so the limits and file modes bind)."""
+    import socket
+
     target = Path(tempfile.gettempdir()) / f"awm-confine-{os.getpid()}"
     pid = os.fork()
     if pid == 0:  # pragma: no cover - runs in the child
         code = 0
         try:
-            confine(cpu_s=5, memory_mb=512)
-            if os.getuid() not in (NOBODY, os.getuid()) or (os.geteuid() == 0):
+            confine(Confinement(Limits(memory_mb=512, cpu_s=5)))
+            if _capabilities() != (0, 0):
                 code |= 1
             try:
                 os.fork()
@@ -177,12 +226,16 @@ def test_confine_forbids_processes_and_file_writes(tmp_path: Path) -> None:
                 code |= 4
             except OSError:
                 pass
+            try:
+                socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+                code |= 8
+            except OSError:
+                pass
         finally:
             os._exit(code)
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
-    assert not target.exists() or target.stat().st_size == 0
-    target.unlink(missing_ok=True)
+    assert not target.exists()
 
 
 async def test_time_spent_queued_is_not_charged_to_a_verifier(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -197,6 +250,7 @@ async def test_time_spent_queued_is_not_charged_to_a_verifier(monkeypatch: pytes
             "    return {'result': 'others'}\n")
     box = Sandbox(max_parallel=1, memory_mb=256)
     try:
+        await box.run("def verify_task_completion():\n    return 1\n", "verify_task_completion", {})  # server up
         started = asyncio.get_running_loop().time()
         one = await box.run(code, "verify_task_completion", {}, timeout_s=1.0)
         single = asyncio.get_running_loop().time() - started
@@ -207,3 +261,24 @@ async def test_time_spent_queued_is_not_charged_to_a_verifier(monkeypatch: pytes
         await box.aclose()
     assert [r.error for r in results] == [None] * 4
     assert all(r.value["result"] == "others" for r in results)
+
+
+async def test_a_cancelled_verification_frees_its_slot_and_its_reply_is_dropped() -> None:
+    """The caller stops waiting (its episode was cancelled): the server kills the job, so the next job in the
+    only slot starts at once, and gets its own reply."""
+    box = Sandbox(max_parallel=1, memory_mb=256)
+    loop = asyncio.get_running_loop()
+    try:
+        await box.run("def verify_task_completion():\n    return 1\n", "verify_task_completion", {})
+        slow = asyncio.create_task(box.run("def verify_task_completion():\n    import time\n    time.sleep(30)\n"
+                                           "    return 'late'\n", "verify_task_completion", {}, timeout_s=60))
+        await asyncio.sleep(0.5)
+        slow.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await slow
+        started = loop.time()
+        quick = await box.run("def verify_task_completion():\n    return 7\n", "verify_task_completion", {},
+                              timeout_s=20)
+        assert quick.value == 7 and quick.error is None and loop.time() - started < 10
+    finally:
+        await box.aclose()

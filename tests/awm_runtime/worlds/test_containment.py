@@ -95,6 +95,9 @@ async def test_scenario_output_cannot_corrupt_the_protocol(trap_world: Any) -> N
     session = await trap_world.open(task(trap_world, "trap"), episode_id="chatty")
     try:
         assert '"ok": true' in (await session.call_tool(call("chatty"))).text
+        for _ in range(3):  # megabyte lines on stderr neither block the worker nor break the runtime's reader
+            assert '"ok": true' in (await session.call_tool(call("shout"))).text
+        assert trap_world.pool.replaced == 0
         assert '"count"' in (await session.call_tool(call("count_items"))).text
     finally:
         await session.close()
@@ -150,8 +153,9 @@ def test_workers_die_with_their_parent(trap_dir: Any) -> None:
     assert all(process_gone(p) for p in pids)
 
 
-async def test_a_full_worker_is_recycled_and_scenarios_reload(tmp_path: Any) -> None:
-    """With room for one scenario per worker, alternating scenarios restart it; state lives in the DB files."""
+async def test_a_full_pool_stops_idle_workers_and_scenarios_reload(tmp_path: Any) -> None:
+    """With room for one world worker, alternating scenarios stop one and start the other; state lives in the
+    DB files."""
     from awm_runtime.worlds import WorldOptions, load_worlds
     from awm_runtime.worlds._pack import merge_rows, scenario_rows, write_dataset
     from tests.awm_runtime.worlds.trap_data import TRAP_APP
@@ -159,7 +163,7 @@ async def test_a_full_worker_is_recycled_and_scenarios_reload(tmp_path: Any) -> 
     table = [{"name": "items", "ddl": "CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT NOT NULL)"}]
     write_dataset(tmp_path, merge_rows(*(scenario_rows(name, TRAP_APP, tables=table, inserts={}, tasks=["x"])
                                          for name in ("One", "Two"))))
-    world = load_worlds(tmp_path, options=WorldOptions(workers=1, max_scenarios_per_worker=1))
+    world = load_worlds(tmp_path, options=WorldOptions(workers=1, max_world_workers=1))
     try:
         one = await world.open(task(world, "one"), episode_id="one")
         two = await world.open(task(world, "two"), episode_id="two")
@@ -167,6 +171,25 @@ async def test_a_full_worker_is_recycled_and_scenarios_reload(tmp_path: Any) -> 
             for session in (one, two):
                 result = await session.call_tool(call("add_item", {"name": f"n{i}"}))
                 assert f'"count": {i + 1}' in result.text
-        assert world.pool.workers[0].started >= 4 and world.pool.replaced == 0
+        assert world.pool.started >= 4 and world.pool.replaced == 0
     finally:
         await world.aclose()
+
+
+async def test_a_key_a_world_returns_never_reaches_the_model_or_the_record(trap_world: Any) -> None:
+    """A world that found a key (here: handed it back) cannot pass it to the policy or the episode record."""
+    from awm_runtime._build import build_shaper
+    from awm_runtime.logs import REDACTED, register_secrets
+
+    key = "sk-world-found-0123456789abcdef"
+    register_secrets([key])
+    t = task(trap_world, "trap")
+    session = await trap_world.open(t, episode_id="leak")
+    try:
+        harness = Harness(policy=ScriptedPolicy([("echo", {"tag": key}), "done"]), shaper=build_shaper("awm"))
+        record = await run_episode(EpisodeSpec(scenario=t.scenario, task_idx=0), t, session, harness)
+    finally:
+        await session.close()
+    world = [m for m in record.messages if m.source == "world"]
+    assert world and REDACTED in world[0].content and all(key not in m.content for m in world)
+    # (the scripted policy typed the key itself, in its call; the run-directory writer scrubs that too)

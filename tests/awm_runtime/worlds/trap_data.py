@@ -75,6 +75,24 @@ async def hang():
     time.sleep(3600)
 
 
+@app.get("/slow", operation_id="slow", summary="Answers after a while, naming the caller's tag")
+async def slow(seconds: float = Query(...), tag: str = Query(...)):
+    time.sleep(seconds)
+    return {"tag": tag}
+
+
+@app.get("/echo", operation_id="echo", summary="Names the caller's tag")
+async def echo(tag: str = Query(...)):
+    return {"tag": tag}
+
+
+@app.get("/shout", operation_id="shout", summary="Writes one very long line to stderr")
+async def shout():
+    sys.stderr.write("x" * (1 << 20))
+    sys.stderr.flush()
+    return {"ok": True}
+
+
 @app.get("/crash", operation_id="crash", summary="Kills its own process")
 async def crash():
     os._exit(7)

@@ -1,0 +1,149 @@
+"""The runtime's handle on the world zygote: start it, ask it for world workers and for how they ended."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import socket
+import sys
+from typing import Any
+
+from awm_runtime._errors import WorldError
+from awm_runtime.isolation import mark_private, scrubbed_env
+
+START_TIMEOUT_S = 60.0
+_REAPERS: set[asyncio.Task[Any]] = set()
+
+
+def exit_text(status: int | None) -> str:
+    if status is None:
+        return "exit status unknown"
+    code = os.waitstatus_to_exitcode(status)
+    if code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exit code {code}"
+
+
+class Zygote:
+    """The runtime's handle on the zygote: start it, ask it for workers and for how they ended."""
+
+    def __init__(self, module: str, unsafe: bool) -> None:
+        self.module, self.unsafe = module, unsafe
+        self.proc: asyncio.subprocess.Process | None = None
+        self.sock: socket.socket | None = None
+        self.lock = asyncio.Lock()
+        self.hello: dict[str, Any] = {}
+
+    @property
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.returncode is None
+
+    async def _ensure(self) -> socket.socket:
+        if self.alive and self.sock is not None:
+            return self.sock
+        mark_private()  # before any dataset code runs: our memory and environment are then unreadable to it
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            self.proc = await asyncio.create_subprocess_exec(
+                sys.executable, "-I", "-m", self.module, "--parent", str(os.getpid()),
+                "--control", str(theirs.fileno()), *(["--unsafe"] if self.unsafe else []),
+                stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL,
+                stderr=asyncio.subprocess.DEVNULL, env=scrubbed_env(), start_new_session=True,
+                pass_fds=(theirs.fileno(),))
+        finally:
+            theirs.close()
+        ours.settimeout(START_TIMEOUT_S)
+        try:
+            self.hello = json.loads(await asyncio.to_thread(ours.recv, 1 << 16) or b"{}")
+        except (OSError, ValueError) as exc:
+            ours.close()
+            raise WorldError(f"the world zygote did not start ({type(exc).__name__})") from None
+        if not self.hello.get("ready"):
+            ours.close()
+            raise WorldError("the world zygote did not start")
+        self.sock = ours
+        return ours
+
+    async def spawn(self, spec: dict[str, Any]) -> tuple[int, list[int]]:
+        """A new worker's pid and its pipes (requests, replies, stderr). If the caller is cancelled
+        meanwhile, the worker that arrives anyway is killed and its pipes closed."""
+        await self.lock.acquire()
+        try:
+            sock = await self._ensure()
+        except BaseException:
+            self.lock.release()
+            raise
+
+        def go() -> tuple[int, list[int]]:
+            sock.send(json.dumps({"op": "spawn", **spec}).encode())
+            data, fds, _, _ = socket.recv_fds(sock, 1 << 16, 3)
+            reply = json.loads(data or b"{}")
+            if not reply.get("ok") or len(fds) != 3:
+                for fd in fds:
+                    os.close(fd)
+                raise OSError(f"the world zygote could not start a worker: {reply.get('error')}")
+            return int(reply["pid"]), fds
+
+        task = asyncio.ensure_future(asyncio.to_thread(go))
+        task.add_done_callback(lambda _: self.lock.release())  # the socket is free once the exchange is over
+        try:
+            return await asyncio.shield(task)
+        except asyncio.CancelledError:
+            task.add_done_callback(_discard_worker)
+            raise
+        except OSError as exc:
+            self.kill()
+            raise WorldError(f"starting a world worker failed ({exc})") from None
+
+    async def status(self, pid: int) -> int | None:
+        async with self.lock:
+            if not self.alive or self.sock is None:
+                return None
+            sock = self.sock
+
+            def go() -> int | None:
+                sock.send(json.dumps({"op": "status", "pid": pid}).encode())
+                status = json.loads(sock.recv(1 << 16) or b"{}").get("status")
+                return None if status is None else int(status)
+
+            try:
+                return await asyncio.to_thread(go)
+            except (OSError, ValueError):
+                return None
+
+    def kill(self) -> None:
+        if self.sock is not None:
+            self.sock.close()
+            self.sock = None
+        if self.proc is not None and self.proc.returncode is None:
+            self.proc.kill()
+            reap_later(self.proc.wait())
+
+    async def aclose(self) -> None:
+        proc = self.proc
+        self.kill()
+        if proc is not None:
+            await proc.wait()
+
+
+def _discard_worker(task: asyncio.Future[tuple[int, list[int]]]) -> None:
+    """A worker started for a caller that was cancelled meanwhile: kill it, close its pipes."""
+    if task.cancelled() or task.exception() is not None:
+        return
+    pid, fds = task.result()
+    for fd in fds:
+        os.close(fd)
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)
+
+
+def reap_later(coro: Any) -> None:
+    task = asyncio.get_running_loop().create_task(coro)
+    _REAPERS.add(task)  # the loop keeps only weak references to tasks
+    task.add_done_callback(_REAPERS.discard)

@@ -1,0 +1,91 @@
+"""The world worker pool's protocol: request ids, one request at a time, and cancellation that never crosses replies."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+from awm_runtime import EpisodeSpec, ToolCall, run_episode
+from awm_runtime._build import build_shaper
+from awm_runtime.episode import EpisodeLimits, Harness
+from awm_runtime.worlds import WorldOptions, load_worlds
+from tests.conftest import ScriptedPolicy
+
+
+def call(tool: str, args: dict[str, Any] | None = None) -> ToolCall:
+    return ToolCall(id=tool, name=tool, arguments=args or {})
+
+
+def trap_task(world: Any) -> Any:
+    return next(t for t in world.tasks() if t.scenario == "trap" and t.task_idx == 0)
+
+
+async def test_an_episode_cancelled_mid_call_by_its_deadline_never_hands_its_reply_on(trap_dir: Any) -> None:
+    """An episode's deadline fires during a slow tool call. The calls after it on the same worker, from other
+    episodes, each get their own result; the worker is kept (the late reply is dropped by its id)."""
+    world = load_worlds(trap_dir, options=WorldOptions(workers=1, tool_timeout_s=20))
+    try:
+        t = trap_task(world)
+        victim = await world.open(t, episode_id="deadline")
+        others = [await world.open(t, episode_id=f"other{i}") for i in range(4)]
+        await others[0].call_tool(call("echo", {"tag": "warm"}))  # the worker is up and loaded
+        pids = set(world.pool.pids())
+        harness = Harness(policy=ScriptedPolicy([("slow", {"seconds": 1.5, "tag": "late"}), "done"]),
+                          shaper=build_shaper("awm"), limits=EpisodeLimits(timeout_s=0.5))
+        episode = asyncio.create_task(run_episode(EpisodeSpec(scenario="trap", task_idx=0), t, victim, harness))
+        await asyncio.sleep(0.2)  # the slow call is in the worker now; queue the others behind it
+        results = await asyncio.gather(*(s.call_tool(call("echo", {"tag": f"ep{i}"})) for i, s in enumerate(others)))
+        record = await episode
+        assert record.outcome == "error" and "timeout" in (record.error.message + record.error.error_class).lower()
+        assert [json.loads(r.text)["tag"] for r in results] == ["ep0", "ep1", "ep2", "ep3"]
+        again = await asyncio.gather(*(s.call_tool(call("echo", {"tag": f"again{i}"})) for i, s in enumerate(others)))
+        assert [json.loads(r.text)["tag"] for r in again] == [f"again{i}" for i in range(4)]
+        assert world.pool.replaced == 0 and set(world.pool.pids()) == pids
+        await victim.close()
+        for s in others:
+            await s.close()
+    finally:
+        await world.aclose()
+
+
+async def test_cancelled_calls_in_a_burst_each_reply_to_their_own_caller(trap_dir: Any) -> None:
+    """Cancel every other call of a burst at random points; every call that completes gets its own tag."""
+    world = load_worlds(trap_dir, options=WorldOptions(workers=1, tool_timeout_s=20))
+    try:
+        t = trap_task(world)
+        sessions = [await world.open(t, episode_id=f"b{i}") for i in range(12)]
+        tasks = [asyncio.create_task(s.call_tool(call("slow", {"seconds": 0.05, "tag": f"t{i}"})))
+                 for i, s in enumerate(sessions)]
+        for i, task in enumerate(tasks):
+            if i % 2:
+                await asyncio.sleep(0.02)
+                task.cancel()
+        done = await asyncio.gather(*tasks, return_exceptions=True)
+        for i, result in enumerate(done):
+            if not isinstance(result, BaseException):
+                assert json.loads(result.text)["tag"] == f"t{i}"
+        assert sum(not isinstance(r, BaseException) for r in done) >= 6
+        assert world.pool.replaced == 0
+        for s in sessions:
+            await s.close()
+    finally:
+        await world.aclose()
+
+
+async def test_a_cancelled_call_that_outlives_its_time_replaces_the_worker(trap_dir: Any) -> None:
+    """The orphaned reply never comes within the call's limit: the worker is replaced, the next call is served."""
+    world = load_worlds(trap_dir, options=WorldOptions(workers=1, tool_timeout_s=1.0))
+    try:
+        t = trap_task(world)
+        a, b = await world.open(t, episode_id="a"), await world.open(t, episode_id="b")
+        await b.call_tool(call("echo", {"tag": "warm"}))
+        hung = asyncio.create_task(a.call_tool(call("hang")))
+        await asyncio.sleep(0.2)
+        hung.cancel()
+        result = await b.call_tool(call("echo", {"tag": "after"}))
+        assert json.loads(result.text)["tag"] == "after"
+        await a.close()
+        await b.close()
+    finally:
+        await world.aclose()
