@@ -89,6 +89,7 @@ class EpisodeEnded(Event):
             "task_idx": r.task_idx,
             "repeat": r.repeat,
             "outcome": r.outcome,
+            "end_reason": r.end_reason,
             "verdict": r.verdict,
             "reward": r.reward,
             "turns": r.turns,

@@ -1,8 +1,15 @@
 """Reports over run directories: per-arm summaries and tables."""
 
-from awm_runtime.report._paired import PairedStats, cluster_bootstrap_ci, mcnemar_exact_p
+from awm_runtime.report._paired import (
+           PAIRED_METHOD,
+           PairedStats,
+           cluster_bootstrap_ci,
+           holm,
+           mcnemar_exact_p,
+           sign_flip_p,
+)
 from awm_runtime.report._summary import ArmStats, RunStats, summary_fields
 from awm_runtime.report._table import paired_table, summary_table
 
-__all__ = ["ArmStats", "PairedStats", "RunStats", "cluster_bootstrap_ci", "mcnemar_exact_p", "paired_table",
-           "summary_fields", "summary_table"]
+__all__ = ["PAIRED_METHOD", "ArmStats", "PairedStats", "RunStats", "cluster_bootstrap_ci", "holm", "mcnemar_exact_p",
+           "paired_table", "sign_flip_p", "summary_fields", "summary_table"]
