@@ -33,10 +33,19 @@ REDACTED = "[REDACTED]"
 ModelTable = dict[str, dict[str, dict[str, Any]]]  # role -> alias -> definition
 
 
+def _scrubbed(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: REDACTED if _SECRET_PARAM.search(str(k)) else _scrubbed(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_scrubbed(v) for v in value]
+    return value
+
+
 def public_definition(config: ModelConfig) -> dict[str, Any]:
-    """A model definition as the manifest keeps it: a param that looks like a credential is redacted."""
+    """A model definition as the manifest keeps it: params (at any depth, e.g. extra_headers) whose
+    name looks like a credential are redacted."""
     out = config.model_dump(mode="json", exclude={"alias"})
-    out["params"] = {k: REDACTED if _SECRET_PARAM.search(k) else v for k, v in out["params"].items()}
+    out["params"] = _scrubbed(out["params"])
     return out
 
 
@@ -55,7 +64,7 @@ def with_stored_models(registry: ModelRegistry, table: ModelTable) -> ModelRegis
         for alias, definition in aliases.items():
             if alias in registry or alias in missing:
                 continue
-            if REDACTED in (definition.get("params") or {}).values():
+            if REDACTED in repr(definition.get("params")):
                 raise ConfigError(f"--resume: model alias {alias!r} is no longer defined, and its stored params "
                                   "hold a redacted credential; define it again in awm.toml (--config)")
             missing[alias] = {k: v for k, v in definition.items() if k in ModelConfig.model_fields}
