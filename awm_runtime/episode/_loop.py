@@ -21,6 +21,7 @@ from awm_runtime._events import (
     EpisodeStarted,
     Event,
     ExpertCalled,
+    ModelQueued,
     NudgeSent,
     ToolCalled,
     TurnEnded,
@@ -138,7 +139,8 @@ async def run_episode(spec: EpisodeSpec, task: Task, session: WorldSession, harn
 
 def _observe(ep: EpisodeState, sinks: Sequence[Sink], event: Event) -> None:
     ep.observe(event)
-    _emit(sinks, event)
+    if not isinstance(event, ModelQueued):  # for the episode's bookkeeping only: not worth a log line per call
+        _emit(sinks, event)
 
 
 def _askable(harness: Harness) -> bool:

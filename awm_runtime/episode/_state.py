@@ -7,7 +7,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from awm_runtime._events import Event, ModelCalled, ModelFailed, ModelRetry
+from awm_runtime._events import Event, ModelCalled, ModelFailed, ModelQueued, ModelRetry
 from awm_runtime._interfaces import EpisodeView
 from awm_runtime._types import (
     AskStyle,
@@ -50,6 +50,7 @@ class EpisodeState:
     ending: Ending | None = None  # how play stopped; None while it runs
     waiting_on: str = "start"  # what the episode is awaiting: "policy", "world", "expert" (for a deadline)
     retrying: ModelRetry | None = None  # the last failed attempt of the model call in flight, if any
+    queued_on: tuple[str, float] | None = None  # (endpoint, since): the call in flight waits for a free slot
     trouble_before_first_ask: bool | None = None  # None until the first ask
     had_trouble: bool = False
     started: float = field(default_factory=time.perf_counter)
@@ -91,18 +92,28 @@ class EpisodeState:
         """Model-layer events of this episode: is the call in flight retrying after failures?"""
         if isinstance(event, ModelRetry):
             self.retrying = event
+        elif isinstance(event, ModelQueued):
+            self.queued_on = (event.endpoint, time.perf_counter()) if event.waiting else None
         elif isinstance(event, ModelCalled | ModelFailed):
-            self.retrying = None
+            self.retrying = self.queued_on = None
 
     def fail(self, exc: BaseException) -> None:
         self.ending = ending_for(exc)
 
     def time_out(self, limit_s: float | None) -> None:
-        """The deadline fired. The agent's, unless its model call was retrying after failures:
-        then the endpoint, not the agent, spent the time."""
+        """The deadline fired. The agent's, unless its model call was retrying after failures or
+        waiting for a free slot on its endpoint: then the endpoint (or the run's limits), not the
+        agent, spent the time."""
         limit = f"{limit_s:g}s" if limit_s is not None else "its"
         retry = self.retrying
-        if retry is not None:
+        if self.queued_on is not None:
+            endpoint, since = self.queued_on
+            self.ending = Ending("model_error", ErrorInfo(
+                error_class="ModelError.queued",
+                message=f"episode deadline of {limit} hit while a model call had waited "
+                        f"{time.perf_counter() - since:.1f}s for a free slot on {endpoint} (its max_concurrency, "
+                        "rpm or tpm, shared with the run's other episodes)"))
+        elif retry is not None:
             self.ending = Ending("model_error", ErrorInfo(
                 error_class=f"ModelError.{retry.kind}",
                 message=f"episode deadline of {limit} hit while the {retry.role} model {retry.alias!r} was retrying "

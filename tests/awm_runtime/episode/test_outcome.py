@@ -68,6 +68,23 @@ async def test_a_deadline_hit_while_the_model_call_is_retrying_is_the_endpoints(
     assert "retrying after" in record.error.message and len(server.requests) >= 2
 
 
+async def test_a_deadline_hit_while_queued_for_the_endpoint_is_the_runs_limits(tiny_world: Any) -> None:
+    """Two episodes, an endpoint allowing one call at a time: the one holding the slot waits on its model (the
+    agent's timeout); the one queued behind it never reached its model (the run's limits, infrastructure)."""
+    import asyncio
+
+    with FakeOpenAI(key=KEY, default=Reply(content="done", delay_s=5), max_lifetime_s=60) as server:
+        first = asyncio.create_task(play(tiny_world, chat(server, max_concurrency=1),
+                                         limits=EpisodeLimits(timeout_s=1.5)))
+        await asyncio.sleep(0.3)
+        second = await play(tiny_world, chat(server, max_concurrency=1), limits=EpisodeLimits(timeout_s=1.0))
+        first_record = await first
+    assert (first_record.outcome, first_record.end_reason) == ("incomplete", "timeout")
+    assert (second.outcome, second.end_reason) == ("error", "model_error")
+    assert second.error and second.error.error_class == "ModelError.queued" and "free slot" in second.error.message
+    assert len(server.requests) == 1
+
+
 async def test_a_context_overflow_from_a_real_400_is_the_agents_incomplete_and_not_retried(tiny_world: Any) -> None:
     script = [Reply(content=None, tool_calls=[{"id": "c1", "type": "function", "function": {
         "name": "list_notes", "arguments": "{}"}}]), Reply(status=400, body=LLAMA_CPP_OVERFLOW)]
