@@ -97,6 +97,9 @@ class RunConfig(BaseModel):
     # Scheduler (issue 8): worker processes for one run, and the grace period of a stop request.
     shards: int | Literal["auto"] = "auto"
     grace_s: float = Field(default=30.0, ge=0)
+    # Resume (issue 13): the model definitions a resumed run keeps, role -> alias -> definition, as
+    # manifest.json stores them. Empty for a new run; filled by scheduler._resume.check_resume.
+    models: dict[str, dict[str, dict[str, Any]]] = Field(default_factory=dict)
     # Runs on a Ray cluster (issue 17): its address (host:port, or auto); None runs on this machine.
     # With it, `shards` counts episode actors per node.
     ray: str | None = None
@@ -168,7 +171,7 @@ def env_layer(env: Mapping[str, str] | None = None) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name in RunConfig.model_fields:
         value = env.get(f"AWM_{name.upper()}")
-        if value is not None and name not in ("arms", "config_path"):
+        if value is not None and name not in ("arms", "config_path", "models"):
             out[name] = value
     return out
 

@@ -89,6 +89,7 @@ class EpisodeEnded(Event):
             "task_idx": r.task_idx,
             "repeat": r.repeat,
             "outcome": r.outcome,
+            "end_reason": r.end_reason,
             "verdict": r.verdict,
             "reward": r.reward,
             "turns": r.turns,
@@ -132,6 +133,15 @@ class ModelFailed(_ModelEvent):
     error: str = ""
 
 
+@dataclass(frozen=True, slots=True)
+class ModelQueued(_ModelEvent):
+    """A call waits for a free slot (or rate budget) on its endpoint (`waiting`), or got one. Seen by
+    the episode (a deadline that fires while queued is the endpoint's, not the agent's), not logged."""
+
+    name: ClassVar[str] = "model_queued"
+    waiting: bool = True
+
+
 _EMITTER: ContextVar[tuple[str, Callable[[Event], None]] | None] = ContextVar("awm_event_emitter", default=None)
 
 
@@ -170,6 +180,14 @@ def model_retry(*, role: str, alias: str, endpoint: str, kind: str, attempt: int
     """Model-layer hook: a failed attempt that will be retried after `wait_s` seconds."""
     _hook(ModelRetry, {"role": role, "alias": alias, "endpoint": endpoint, "kind": kind, "attempt": attempt,
                        "wait_s": round(wait_s, 3), "error": error[:300]})
+
+
+def model_queued(*, endpoint: str, waiting: bool) -> None:
+    """Model-layer hook: a call starts waiting for admission on its endpoint, or is admitted after waiting."""
+    bound = _EMITTER.get()
+    if bound is not None:
+        episode_id, emit = bound
+        emit(ModelQueued(episode_id, endpoint=endpoint, waiting=waiting))
 
 
 def model_failed(*, role: str, alias: str, endpoint: str, kind: str, attempts: int, elapsed_s: float,

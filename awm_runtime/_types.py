@@ -23,12 +23,33 @@ VerdictResult = Literal[
     "complete",
     "incomplete",
     "others",
-    "agent_error",
-    "server_error",
-    "judge_error",
+    "verifier_raised",  # the verify function raised on the final DB (e.g. the agent dropped a table)
+    "verifier_error",  # the sandbox could not run the verifier (timeout, killed, limits, server died)
+    "judge_error",  # no verdict for a reason that is not the agent's: broken verifier code, a judge failure
     "no_verifier",
     "not_run",
+    "agent_error",  # SQL-judge labels of runs before the judge accepted only complete | incomplete
+    "server_error",
 ]
+# Why an episode ended, one closed set (docs/runs.md, "Outcomes"). The first seven are the agent's
+# (or its arm's) doing; the rest are infrastructure and always come with `outcome: error`.
+EndReason = Literal[
+    "final_answer",
+    "max_turns",
+    "timeout",
+    "context_overflow",
+    "content_filter",
+    "format_error",
+    "verifier_raised",
+    "model_error",
+    "world_error",
+    "verifier_error",
+    "judge_error",
+    "runtime_error",
+]
+END_REASONS: tuple[str, ...] = EndReason.__args__  # type: ignore[attr-defined]
+INFRA_END_REASONS: frozenset[str] = frozenset(
+    {"model_error", "world_error", "verifier_error", "judge_error", "runtime_error"})
 AskStyle = Literal["solo", "recovery", "blind"]
 
 
@@ -230,6 +251,8 @@ class EpisodeRecord(_Model):
     policy: ModelRef
     expert: ModelRef | None = None
     outcome: Outcome
+    end_reason: EndReason | None = None  # None only in records written before end reasons existed
+    end_detail: str | None = None  # what ended an episode early (deadline, overflow text), when not `error`
     verdict: VerdictResult
     verdict_detail: dict[str, Any] = Field(default_factory=dict)
     reward: float = 0.0

@@ -5,8 +5,14 @@ Both are measured against `python -m awm_runtime.testing` running in another pro
 `litellm.acompletion`, alternating call by call so both see the same machine load; the median of
 the paired differences. Also our layer alone (limits, retries, accounting) over a null transport,
 which machine load hardly disturbs.
-(2) throughput: N calls kept in flight for a while against a server that answers after L seconds;
-completions per second against the ideal N / L, with client and server CPU per call.
+(2) throughput: N callers, each calling again as soon as its call returns, against a server that
+answers after L seconds. Callers start spread over one latency (staggered arrivals, no lockstep
+waves), and the rate comes from Little's law over the measuring window: calls in flight on
+average divided by the mean time per call, against the ideal N / L. Every extra millisecond a call
+takes shows in proportion: 10% more time per call reads 91% of ideal. (Counting completions in a
+window after starting every caller at once, as this suite did before, reads 100% until the extra
+time pushes a whole wave out of the window.) The count of calls that ended in the window is
+reported too, as a cross-check, with client and server CPU per call.
 """
 
 from __future__ import annotations
@@ -33,7 +39,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--load", action="append", metavar="NxS",
                    help="throughput point: N calls in flight, S seconds server latency (default 256x2 and 1000x5)")
     p.add_argument("--duration", type=float, default=4.0,
-                   help="each throughput point runs this many latencies (default 4)")
+                   help="each throughput point measures over this many latencies, after two to start (default 4)")
     p.add_argument("--model-procs", type=int, default=None,
                    help="model-call processes for --litellm (default: as awm-run chooses for this machine)")
     p.add_argument("--bare", action="store_true", help="also measure bare litellm throughput, for comparison")
@@ -154,32 +160,48 @@ async def throughput(make: Callable[[str, int], Call], concurrency: int, latency
         call = make(server.url, concurrency)
         await asyncio.gather(*(call() for _ in range(min(concurrency, 32))))  # warm
         started = time.monotonic()
-        window_from, stop_at = started + latency_s, started + latency_s * duration
-        done = errors = 0
+        # Callers start over one latency; the window opens one latency after the last has started.
+        window_from = started + 2 * latency_s
+        stop_at = window_from + latency_s * duration
+        spans: list[tuple[float, float]] = []
+        errors = 0
 
-        async def worker() -> None:
-            nonlocal done, errors
+        async def caller(i: int) -> None:
+            nonlocal errors
+            await asyncio.sleep(i * latency_s / concurrency)
             while time.monotonic() < stop_at:
+                begun = time.monotonic()
                 try:
                     await call()
                 except Exception:
                     errors += 1
                     continue
-                if window_from <= time.monotonic() <= stop_at:
-                    done += 1
+                spans.append((begun, time.monotonic()))
 
-        cpu0, server0, procs0 = time.process_time(), server.cpu_s(), _children_cpu_s()
-        await asyncio.gather(*(worker() for _ in range(concurrency)))
-        cpu = time.process_time() - cpu0 + _children_cpu_s() - procs0
+        cpu0, server0, shards0 = time.process_time(), server.cpu_s(), _children_cpu_s()
+        await asyncio.gather(*(caller(i) for i in range(concurrency)))
+        cpu = time.process_time() - cpu0 + _children_cpu_s() - shards0
         server_cpu = server.cpu_s() - server0
+    return {"concurrency": concurrency, "latency_s": latency_s, "errors": errors,
+            **littles_law(spans, window_from, stop_at, concurrency / latency_s),
+            "client_cpu_ms_per_call": round(cpu / max(len(spans), 1) * 1000, 2),
+            "server_cpu_ms_per_call": round(server_cpu / max(len(spans), 1) * 1000, 2)}
+
+
+def littles_law(spans: list[tuple[float, float]], window_from: float, stop_at: float,
+                ideal_per_s: float) -> dict[str, Any]:
+    """Throughput over [window_from, stop_at] from each call's (start, end): calls in flight on
+    average over the window, divided by the mean time of the calls that ended in it."""
     window = stop_at - window_from
-    rate = done / window
-    ideal = concurrency / latency_s
-    total = max(done, 1)
-    return {"concurrency": concurrency, "latency_s": latency_s, "window_s": round(window, 2), "completed": done,
-            "errors": errors, "per_s": round(rate, 1), "ideal_per_s": round(ideal, 1),
-            "efficiency": round(rate / ideal, 3), "client_cpu_ms_per_call": round(cpu / total * 1000, 2),
-            "server_cpu_ms_per_call": round(server_cpu / total * 1000, 2)}
+    busy = sum(max(0.0, min(end, stop_at) - max(begun, window_from)) for begun, end in spans)
+    ended = [end - begun for begun, end in spans if window_from <= end <= stop_at]
+    in_flight = busy / window
+    mean_s = sum(ended) / len(ended) if ended else float("inf")
+    rate = in_flight / mean_s
+    return {"window_s": round(window, 2), "completed": len(ended), "in_flight_mean": round(in_flight, 1),
+            "mean_call_s": round(mean_s, 4), "per_s": round(rate, 1), "ideal_per_s": round(ideal_per_s, 1),
+            "efficiency": round(rate / ideal_per_s, 3),
+            "counted_per_s": round(len(ended) / window, 1)}
 
 
 async def _layer_only_us(n: int = 20000) -> float:
@@ -258,4 +280,5 @@ def _ours_litellm(url: str, concurrency: int) -> Call:
 
 
 def _cell(t: dict[str, Any]) -> str:
-    return f"{t['efficiency']:.0%} of ideal, {t['client_cpu_ms_per_call']} ms CPU/call"
+    return (f"{t['efficiency']:.1%} of ideal (Little's law; {t['mean_call_s']:.3f} s per call), "
+            f"{t['client_cpu_ms_per_call']} ms CPU/call")

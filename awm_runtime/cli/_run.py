@@ -122,14 +122,19 @@ def _shards(text: str) -> int | str:
 
 
 def _config(args: argparse.Namespace) -> Any:
-    """CLI > the resumed run's manifest (with --resume) > awm.toml [run] > AWM_* env > defaults."""
+    """CLI > the resumed run's manifest (with --resume) > awm.toml [run] > AWM_* env > defaults.
+
+    On --resume, `prepare` refuses a flag or an awm.toml that would change what an arm means."""
     cli = {k: v for k, v in vars(args).items() if k not in ("quiet", "json", "log_stdout")}
     if cli.get("enable_thinking") is not None:
         cli["enable_thinking"] = cli["enable_thinking"] == "on"
     file: dict[str, Any] = {}
     resumed = _resumed_config(args)
     if args.config_path is None and resumed.get("config_path"):
-        args.config_path = Path(resumed["config_path"])
+        if Path(resumed["config_path"]).is_file():
+            args.config_path = Path(resumed["config_path"])
+        else:  # moved or deleted: the model definitions in manifest.json stand in for it
+            del resumed["config_path"]
     if args.config_path is not None:
         file = dict(load_toml(args.config_path).get("run", {}))
         if not isinstance(file, dict):

@@ -1,7 +1,8 @@
 """The episode loop: policy acts, world or expert answers, nudges apply, the verifier judges.
 
-`run_episode` runs inside the caller's event loop and never starts its own. Any failure
-becomes the record's `error`; it never propagates to sibling episodes.
+`run_episode` runs inside the caller's event loop and never starts its own. However an episode
+ends, it becomes the record's `outcome` and `end_reason` (episode/_outcome.py: whose fault?);
+a failure never propagates to sibling episodes.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from awm_runtime._events import (
     EpisodeStarted,
     Event,
     ExpertCalled,
+    ModelQueued,
     NudgeSent,
     ToolCalled,
     TurnEnded,
@@ -45,7 +47,6 @@ from awm_runtime._prompts import render
 from awm_runtime._types import (
     EpisodeRecord,
     EpisodeSpec,
-    ErrorInfo,
     ExpertAnswer,
     Message,
     NudgeEvent,
@@ -54,6 +55,7 @@ from awm_runtime._types import (
     Verdict,
 )
 from awm_runtime.episode._advice import summarize_trajectory
+from awm_runtime.episode._outcome import Ending
 from awm_runtime.episode._state import EpisodeState
 from awm_runtime.episode._tools import ASK_EXPERT, ask_expert_spec, tool_listing
 from awm_runtime.logs._redact import scrub_secrets
@@ -105,30 +107,41 @@ async def run_episode(spec: EpisodeSpec, task: Task, session: WorldSession, harn
     verdict = Verdict(result="not_run", mode="none")
     with structlog.contextvars.bound_contextvars(run_id=run_id, episode_id=ep.episode_id, scenario=spec.scenario,
                                                  task_idx=spec.task_idx, arm=spec.arm), \
-            bind_emitter(ep.episode_id, lambda event: _emit(sinks, event)):
+            bind_emitter(ep.episode_id, lambda event: _observe(ep, sinks, event)):
         _emit(sinks, EpisodeStarted(ep.episode_id, spec.arm, spec.scenario, spec.task_idx, spec.repeat))
+        # The deadline is the agent's time to play. Verification runs after it, under its own timeouts.
         deadline = asyncio.timeout(harness.limits.timeout_s)
         try:
-            async with deadline:
-                await _play(ep, session, harness, sinks)
-                if not ep.ended_by_format_error:
-                    started = time.perf_counter()
-                    verdict = await session.verify(ep.final_answer, ep.messages)
-                    ep.timings["verify_s"] += time.perf_counter() - started
+            try:
+                async with deadline:
+                    await _play(ep, session, harness, sinks)
+            except TimeoutError:
+                if not deadline.expired():
+                    raise
+                ep.time_out(harness.limits.timeout_s)
+            if ep.verifiable:
+                started = time.perf_counter()
+                verdict = await session.verify(ep.final_answer, ep.messages)
+                ep.timings["verify_s"] += time.perf_counter() - started
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            if isinstance(exc, TimeoutError) and deadline.expired():
-                ep.error = ErrorInfo(error_class="EpisodeTimeout",
-                                     message=f"episode exceeded its {harness.limits.timeout_s:g}s timeout")
-            else:
-                ep.fail(exc)
-            log.warning("episode_failed", error_class=ep.error.error_class if ep.error else "", error=str(exc))
+            ep.fail(exc)
+        if ep.ending is not None and (ep.ending.error is not None or ep.ending.detail):
+            log.warning("episode_failed", end_reason=ep.ending.reason,
+                        error_class=ep.ending.error.error_class if ep.ending.error else "",
+                        error=ep.ending.error.message if ep.ending.error else ep.ending.detail)
         record = ep.to_record(verdict)
         reward, components = harness.shaper.shape(record)
         record.reward, record.reward_components = reward, components
         _emit(sinks, EpisodeEnded(ep.episode_id, record))
     return record
+
+
+def _observe(ep: EpisodeState, sinks: Sequence[Sink], event: Event) -> None:
+    ep.observe(event)
+    if not isinstance(event, ModelQueued):  # for the episode's bookkeeping only: not worth a log line per call
+        _emit(sinks, event)
 
 
 def _askable(harness: Harness) -> bool:
@@ -146,6 +159,7 @@ async def _play(ep: EpisodeState, session: WorldSession, harness: Harness, sinks
         await _opening_advice(ep, harness.expert, world_tools, harness, sinks)
     for turn in range(1, harness.limits.max_turns + 1):
         ep.turn = turn
+        ep.waiting_on = "policy"
         pt = await harness.policy.act(ep.messages, tools, seed=ep.spec.seed)
         ep.timings["policy_s"] += pt.elapsed_s
         ep.usage["policy"].add(pt.usage)
@@ -158,12 +172,13 @@ async def _play(ep: EpisodeState, session: WorldSession, harness: Harness, sinks
                                pt.usage.prompt_tokens, pt.usage.completion_tokens))
         if isinstance(action, FinalAnswer):
             ep.final_answer, ep.last_action = action.text, "final"
+            ep.ending = Ending("final_answer")
             return
         if isinstance(action, Malformed):
             ep.count_format_error(action.kind)
             ep.last_action = "format_error"
             if harness.limits.on_format_error == "end":
-                ep.ended_by_format_error = True
+                ep.ending = Ending("format_error")
                 return
             feedback = render("format_error.md", kind=action.kind, detail=action.detail)
             ep.add(harness.policy.observe(pt, feedback, "system"))
@@ -175,11 +190,13 @@ async def _play(ep: EpisodeState, session: WorldSession, harness: Harness, sinks
         elif isinstance(action, CallTool):
             await _call_world(ep, pt, action, session, harness, sinks)
         _apply_nudges(ep, harness, sinks)
+    ep.ending = Ending("max_turns")
 
 
 async def _call_world(ep: EpisodeState, pt: PolicyTurn, action: CallTool, session: WorldSession,
                       harness: Harness, sinks: Sequence[Sink]) -> None:
     started = time.perf_counter()
+    ep.waiting_on = "world"
     result = await session.call_tool(action.call)
     ep.timings["world_s"] += time.perf_counter() - started
     ep.tool_calls += 1
@@ -220,6 +237,7 @@ async def _ask_expert(ep: EpisodeState, pt: PolicyTurn, action: CallTool, world_
         task=ep.task, tools=world_tools, question=str(args.get("question", "")), context=str(args.get("context", "")),
         trajectory=summarize_trajectory(ep.messages), episode_id=ep.episode_id, turn=ep.turn,
     )
+    ep.waiting_on = "expert"
     advice = await harness.expert.advise(request)
     _account(ep, advice, sinks)
     ep.add(harness.policy.observe(pt, scrub_secrets(advice.text), "expert"))
@@ -242,6 +260,7 @@ async def _opening_advice(ep: EpisodeState, advisor: Advisor, world_tools: list[
     request = AdviceRequest(task=ep.task, tools=world_tools, question=render("expert_opening_question.md"),
                             context="", trajectory=summarize_trajectory(ep.messages), episode_id=ep.episode_id,
                             turn=0)
+    ep.waiting_on = "expert"
     advice = await advisor.opening_advice(request)
     if advice is None:
         return

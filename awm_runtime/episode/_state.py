@@ -7,7 +7,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from awm_runtime._errors import AwmError
+from awm_runtime._events import Event, ModelCalled, ModelFailed, ModelQueued, ModelRetry
 from awm_runtime._interfaces import EpisodeView
 from awm_runtime._types import (
     AskStyle,
@@ -18,11 +18,11 @@ from awm_runtime._types import (
     Message,
     ModelRef,
     NudgeEvent,
-    Outcome,
     Task,
     Usage,
     Verdict,
 )
+from awm_runtime.episode._outcome import Ending, ending_for, settle
 
 
 @dataclass(slots=True)
@@ -47,10 +47,12 @@ class EpisodeState:
                                                                 "expert_s": 0.0, "verify_s": 0.0})
     last_action: str = "none"
     final_answer: str = ""
-    ended_by_format_error: bool = False
+    ending: Ending | None = None  # how play stopped; None while it runs
+    waiting_on: str = "start"  # what the episode is awaiting: "policy", "world", "expert" (for a deadline)
+    retrying: ModelRetry | None = None  # the last failed attempt of the model call in flight, if any
+    queued_on: tuple[str, float] | None = None  # (endpoint, since): the call in flight waits for a free slot
     trouble_before_first_ask: bool | None = None  # None until the first ask
     had_trouble: bool = False
-    error: ErrorInfo | None = None
     started: float = field(default_factory=time.perf_counter)
     started_at: float = field(default_factory=time.time)
 
@@ -77,9 +79,48 @@ class EpisodeState:
             nudges=len(self.nudge_log), last_action=self.last_action, expert_available=expert_available,
         )
 
+    @property
+    def ended_by_format_error(self) -> bool:
+        return self.ending is not None and self.ending.reason == "format_error"
+
+    @property
+    def verifiable(self) -> bool:
+        """Play ended the agent's way (an answer or the turn limit): its final DB gets a verdict."""
+        return self.ending is not None and self.ending.reason in ("final_answer", "max_turns")
+
+    def observe(self, event: Event) -> None:
+        """Model-layer events of this episode: is the call in flight retrying after failures?"""
+        if isinstance(event, ModelRetry):
+            self.retrying = event
+        elif isinstance(event, ModelQueued):
+            self.queued_on = (event.endpoint, time.perf_counter()) if event.waiting else None
+        elif isinstance(event, ModelCalled | ModelFailed):
+            self.retrying = self.queued_on = None
+
     def fail(self, exc: BaseException) -> None:
-        cls = exc.error_class if isinstance(exc, AwmError) else f"Unexpected.{type(exc).__name__}"
-        self.error = ErrorInfo(error_class=cls, message=str(exc) or type(exc).__name__)
+        self.ending = ending_for(exc)
+
+    def time_out(self, limit_s: float | None) -> None:
+        """The deadline fired. The agent's, unless its model call was retrying after failures or
+        waiting for a free slot on its endpoint: then the endpoint (or the run's limits), not the
+        agent, spent the time."""
+        limit = f"{limit_s:g}s" if limit_s is not None else "its"
+        retry = self.retrying
+        if self.queued_on is not None:
+            endpoint, since = self.queued_on
+            self.ending = Ending("model_error", ErrorInfo(
+                error_class="ModelError.queued",
+                message=f"episode deadline of {limit} hit while a model call had waited "
+                        f"{time.perf_counter() - since:.1f}s for a free slot on {endpoint} (its max_concurrency, "
+                        "rpm or tpm, shared with the run's other episodes)"))
+        elif retry is not None:
+            self.ending = Ending("model_error", ErrorInfo(
+                error_class=f"ModelError.{retry.kind}",
+                message=f"episode deadline of {limit} hit while the {retry.role} model {retry.alias!r} was retrying "
+                        f"after {retry.attempt} failed attempt(s) ({retry.kind}): {retry.error}"))
+        else:
+            self.ending = Ending("timeout", detail=f"episode exceeded its {limit} deadline while waiting on the "
+                                                   f"{self.waiting_on}")
 
     @property
     def ask_style(self) -> AskStyle:
@@ -87,25 +128,17 @@ class EpisodeState:
             return "solo"
         return "recovery" if self.trouble_before_first_ask else "blind"
 
-    def outcome(self, verdict: Verdict) -> Outcome:
-        if self.error is not None:
-            return "error"
-        if self.ended_by_format_error:
-            return "format_error"
-        if verdict.result in ("judge_error", "server_error"):
-            return "error"
-        return "complete" if verdict.complete else "incomplete"
-
     def to_record(self, verdict: Verdict) -> EpisodeRecord:
         self.timings["wall_s"] = time.perf_counter() - self.started
         self.timings["started_at"] = self.started_at
-        error = self.error
-        if error is None and verdict.result in ("judge_error", "server_error"):
-            error = ErrorInfo(error_class=f"VerifierError.{verdict.result}", message=verdict.error or verdict.result)
+        ending = self.ending or Ending("runtime_error", ErrorInfo(error_class="Unexpected.NoEnding",
+                                                                  message="the episode stopped without an ending"))
+        outcome, end_reason, error = settle(ending, verdict)
         return EpisodeRecord(
             episode_id=self.episode_id, run_id=self.run_id, arm=self.spec.arm, scenario=self.spec.scenario,
             task_idx=self.spec.task_idx, repeat=self.spec.repeat, seed=self.spec.seed, task=self.task.text,
-            policy=self.policy, expert=self.expert, outcome=self.outcome(verdict), verdict=verdict.result,
+            policy=self.policy, expert=self.expert, outcome=outcome, end_reason=end_reason,
+            end_detail=ending.detail, verdict=verdict.result,
             verdict_detail=_detail(verdict), ask_style=self.ask_style,
             turns=sum(1 for m in self.messages if m.source == "policy"),
             tool_calls=self.tool_calls, tool_errors=self.tool_errors, format_errors=dict(self.format_errors),

@@ -24,7 +24,7 @@ class ExportStats:
 
 def _meta(record: dict[str, Any]) -> dict[str, Any]:
     return {k: record.get(k) for k in ("episode_id", "arm", "scenario", "task_idx", "repeat", "task", "outcome",
-                                       "verdict", "reward", "ask_style")}
+                                       "end_reason", "verdict", "reward", "ask_style")}
 
 
 def _messages(record: dict[str, Any], *, tokens: bool = False) -> list[dict[str, Any]]:

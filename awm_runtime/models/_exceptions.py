@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from awm_runtime._errors import ModelError, ModelErrorKind
@@ -76,10 +77,13 @@ def classify(exc: BaseException) -> ModelErrorKind:
         (ll.ServiceUnavailableError, "server"),
         (ll.APIConnectionError, "connection"),
     ]
+    status = getattr(exc, "status_code", None)
+    refused = isinstance(exc, ll.BadRequestError | ll.UnprocessableEntityError) or status in OVERFLOW_STATUSES
+    if refused and is_context_overflow(_error_text(exc)):
+        return "context"  # litellm knows OpenAI's and vLLM's wording, not llama.cpp's or TGI's: the text decides
     for cls, kind in checks:
         if isinstance(exc, cls):
             return kind
-    status = getattr(exc, "status_code", None)
     if isinstance(status, int) and status >= 400:
         return kind_for_status(status, str(exc))
     if isinstance(exc, TimeoutError):
@@ -89,15 +93,52 @@ def classify(exc: BaseException) -> ModelErrorKind:
     return "fatal"
 
 
-_CONTEXT_HINTS = ("context length", "context_length", "maximum context", "context window", "too many tokens",
-                  "prompt is too long")
+# What servers answer when a request does not fit the model's context, as each one words it. The
+# texts are in tests/awm_runtime/models/test_context_overflow.py, with the source of each.
+_OVERFLOW = re.compile("|".join([
+    r"exceed_context_size_error",  # llama.cpp: the error type of its HTTP 400
+    r"exceeds? (?:the )?(?:available )?context size",  # llama.cpp: request (N tokens) exceeds the available ...
+    r"is larger than the max context size",  # llama.cpp, older builds
+    r"maximum context length",  # OpenAI, vLLM (three wordings), SGLang, DeepSeek, OpenRouter
+    r"context_length_exceeded",  # OpenAI's error code
+    r"is longer than the (?:maximum model length|model'?s context length)",  # vLLM, SGLang, Together
+    r"reduce the length of the (?:input )?messages",  # vLLM, Groq
+    r"`inputs` tokens \+ `max_new_tokens` must be <=",  # TGI (HTTP 422)
+    r"`inputs` must have less than \d+ tokens",  # TGI
+    r"exceeds the context window",  # OpenAI Responses
+    r"input tokens exceed the configured limit",  # OpenAI
+    r"prompt is too long",  # Anthropic
+    r"context window (?:exceeds|exceeded|is full)",
+    r"model_context_window_exceeded",
+    r"too many tokens",
+]))
+OVERFLOW_STATUSES = frozenset({400, 413, 422})
 _FILTER_HINTS = ("content_filter", "content management policy", "content_policy")
+
+
+def is_context_overflow(text: str) -> bool:
+    """Whether an error answer says the request does not fit the model's context window."""
+    return bool(_OVERFLOW.search(text.lower()))
+
+
+def _error_text(exc: BaseException) -> str:
+    """The provider's words, wherever litellm or openai left them: message, body, response text."""
+    parts = [str(exc)]
+    for attr in ("message", "body", "response"):
+        value = getattr(exc, attr, None)
+        if attr == "response":
+            value = getattr(value, "text", None) if value is not None else None
+        if value:
+            parts.append(str(value))
+    return "\n".join(parts)
 
 
 def kind_for_status(status: int, text: str = "") -> ModelErrorKind:
     """The class of an HTTP error answer, for transports that see the status and body themselves."""
     if status == 429:
         return "rate_limit"
+    if status in OVERFLOW_STATUSES and is_context_overflow(text):
+        return "context"
     if status >= 500:
         return "server"
     if status == 408:
@@ -107,8 +148,6 @@ def kind_for_status(status: int, text: str = "") -> ModelErrorKind:
     if status == 404:
         return "not_found"
     lowered = text.lower()
-    if any(h in lowered for h in _CONTEXT_HINTS):
-        return "context"
     if any(h in lowered for h in _FILTER_HINTS):
         return "content_filter"
     return "bad_request"

@@ -12,6 +12,8 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from awm_runtime import _events
+
 # A 429 halves the limit at most once per this many seconds: the calls already in flight when the
 # first 429 arrives come back 429 too, and must not collapse the limit to 1.
 DECREASE_COOLDOWN_S = 2.0
@@ -144,6 +146,10 @@ class EndpointLimiter:
                 self.in_flight += 1  # handed over directly, so no newcomer can overtake the queue
                 waiter.set_result(None)
 
+    def _budget_short(self, estimate: int) -> bool:
+        return bool((self.rpm and self.rpm.wait_s(1) > 0) or (self.tpm and self.tpm.wait_s(estimate) > 0)
+                    or self._budget_lock.locked())
+
     async def _spend_budget(self, estimate: int) -> None:
         async with self._budget_lock:  # one waiter at a time keeps budget order first-come
             while True:
@@ -164,12 +170,17 @@ class EndpointLimiter:
             self._loop, self._budget_lock = loop, asyncio.Lock()
             self._waiters.clear()
         self.queued += 1
+        waits = bool(self._waiters) or self.in_flight >= self.limit or self._budget_short(estimate_tokens)
+        if waits:  # the slow path only: the episode learns that its time now goes to the endpoint's queue
+            _events.model_queued(endpoint=self.endpoint, waiting=True)
         try:
             if self.rpm or self.tpm:
                 await self._spend_budget(estimate_tokens)
             await self._acquire()
         finally:
             self.queued -= 1
+        if waits:
+            _events.model_queued(endpoint=self.endpoint, waiting=False)
         try:
             yield Slot(self, estimate_tokens)
         finally:

@@ -131,6 +131,13 @@ class ModelRegistry:
         aliases[alias] = _validated(alias, base, "command line")
         return ModelRegistry(aliases, self.source, self._role_overrides)
 
+    def with_aliases(self, definitions: dict[str, dict[str, Any]]) -> ModelRegistry:
+        """A copy with more aliases (e.g. the definitions a resumed run stored)."""
+        aliases = dict(self._aliases)
+        for alias, fields in definitions.items():
+            aliases[alias] = _validated(alias, fields, "manifest.json")
+        return ModelRegistry(aliases, self.source, self._role_overrides)
+
     def with_role_overrides(self, role: str, **changes: str | None) -> ModelRegistry:
         """A copy where every alias `role` uses is sent elsewhere: api_base, model and/or api_key_env
         (the `--policy-base URL` kind of flag). Other roles using the same alias are unaffected."""

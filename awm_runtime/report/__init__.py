@@ -1,9 +1,16 @@
 """Reports over run directories: per-arm summaries and tables, and the HTML report with plots."""
 
 from awm_runtime.report._html import write_html_report
-from awm_runtime.report._paired import PairedStats, cluster_bootstrap_ci, mcnemar_exact_p
+from awm_runtime.report._paired import (
+    PAIRED_METHOD,
+    PairedStats,
+    cluster_bootstrap_ci,
+    holm,
+    mcnemar_exact_p,
+    sign_flip_p,
+)
 from awm_runtime.report._summary import ArmStats, RunStats, summary_fields
 from awm_runtime.report._table import paired_table, summary_table
 
-__all__ = ["ArmStats", "PairedStats", "RunStats", "cluster_bootstrap_ci", "mcnemar_exact_p", "paired_table",
-           "summary_fields", "summary_table", "write_html_report"]
+__all__ = ["PAIRED_METHOD", "ArmStats", "PairedStats", "RunStats", "cluster_bootstrap_ci", "holm", "mcnemar_exact_p",
+           "paired_table", "sign_flip_p", "summary_fields", "summary_table", "write_html_report"]

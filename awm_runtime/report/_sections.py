@@ -15,8 +15,8 @@ from awm_runtime.report._intervals import Interval, completion_interval, mean_di
 NA = "n/a"
 MAX_FOREST_SCENARIOS = 25  # past this a forest plot shows only the overall rows
 MAX_HEATMAP_SCENARIOS = 60
-P_KEYS = ("p_value", "p", "mcnemar_p")
-HOLM_KEYS = ("p_holm", "holm_p", "p_adjusted", "p_value_holm")
+P_KEYS = ("completion_p", "p_value", "p", "mcnemar_p")  # completion_p: today's summaries; the rest: older runs
+HOLM_KEYS = ("completion_p_holm", "p_holm", "holm_p", "p_adjusted", "p_value_holm")
 METHOD_KEYS = ("method", "test")
 LEGACY_METHOD = "exact McNemar test on discordant pairs; 95% CIs by task-clustered bootstrap"
 

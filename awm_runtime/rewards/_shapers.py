@@ -1,8 +1,9 @@
 """Reward shapers: awm, openenv, try-first and advice-cost. Tables live in one place: here.
 
 A table is keyed by what happened: the outcome when it says everything (`complete`,
-`format_error`, `error`), else the verifier's own word (`incomplete`, `others`, `agent_error`,
-`no_verifier`, ...). A key missing from a table scores 0.0 ("everything else 0").
+`format_error`, `error`), else the verifier's own word (`incomplete`, `others`, ...), or for an
+episode the verifier did not judge, its end_reason (`timeout`, `context_overflow`,
+`content_filter`, `verifier_raised`). A key missing from a table scores 0.0 ("everything else 0").
 """
 
 from __future__ import annotations
@@ -16,9 +17,12 @@ from awm_runtime._types import EpisodeRecord
 
 # BRIEF §3. awm: complete 1.0, incomplete 0.1, agent or world error 0.0, a format violation -1.
 # Code-mode verifiers only say complete/others, so "others" is AWM's incomplete. Infrastructure
-# errors are never the agent's fault: 0.0, and reports drop them (`outcome: error`).
+# errors are never the agent's fault: 0.0, and reports drop them (`outcome: error`). Running out of
+# time or context is running out of budget, like the turn limit (then "others", 0.1); breaking the DB
+# so that its verifier raises is the agent's own error (0.0, as agent_error).
 AWM_TABLE: dict[str, float] = {"complete": 1.0, "incomplete": 0.1, "others": 0.1, "agent_error": 0.0,
-                               "format_error": -1.0, "error": 0.0, "no_verifier": 0.0}
+                               "format_error": -1.0, "error": 0.0, "no_verifier": 0.0, "timeout": 0.1,
+                               "context_overflow": 0.1, "content_filter": 0.1, "verifier_raised": 0.0}
 # OpenEnv's AWM server keys its reward on the verifier's raw result type: complete 1.0,
 # incomplete 0.1, format_error -1.0, everything else 0 — so a code-mode "others" scores 0.0 there.
 OPENENV_TABLE: dict[str, float] = {"complete": 1.0, "incomplete": 0.1, "format_error": -1.0}
@@ -28,9 +32,12 @@ TRY_FIRST_TABLE: dict[str, float] = {"solo": 2.0, "recovery": 1.3, "blind": 0.8,
 
 
 def table_key(record: EpisodeRecord) -> str:
-    """What a table is indexed by: the outcome, or for an unfinished task the verifier's result."""
+    """What a table is indexed by: the outcome, or for an unfinished task the verifier's result, or
+    (when the verifier did not judge it) why the episode ended."""
     if record.outcome in ("complete", "format_error", "error"):
         return record.outcome
+    if record.verdict in ("not_run", "verifier_raised") and record.end_reason is not None:
+        return record.end_reason
     return record.verdict
 
 

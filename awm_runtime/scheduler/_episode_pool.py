@@ -16,11 +16,12 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from awm_runtime._errors import AwmError, WorkerLost
+from awm_runtime._errors import WorkerLost
 from awm_runtime._events import EpisodeEnded
 from awm_runtime._interfaces import Sink, WorldSession
 from awm_runtime._types import EpisodeRecord, EpisodeSpec, ErrorInfo, Task, WorkerRef
 from awm_runtime.episode import Harness, run_episode
+from awm_runtime.episode._outcome import ending_for, error_info
 from awm_runtime.scheduler._control import RunControl, must_finish
 
 if TYPE_CHECKING:
@@ -100,8 +101,8 @@ class EpisodePool:
         except Exception as exc:  # a broken group finaliser fails its group's records, nothing else
             log.error("finalize_failed", error_class=type(exc).__name__, error=str(exc), episodes=len(records))
             for r in records:
-                r.outcome, r.error = "error", ErrorInfo(error_class=f"FinalizeError.{type(exc).__name__}",
-                                                        message=str(exc))
+                r.outcome, r.end_reason = "error", "runtime_error"
+                r.error = ErrorInfo(error_class=f"FinalizeError.{type(exc).__name__}", message=str(exc))
             return records
 
     async def _episode(self, spec: EpisodeSpec) -> EpisodeRecord:
@@ -163,12 +164,13 @@ async def _close(session: WorldSession, episode_id: str) -> None:
 def error_record(spec: EpisodeSpec, task: Task, harness: Harness, exc: BaseException, *, episode_id: str,
                  run_id: str) -> EpisodeRecord:
     """A record for an episode that could not start (e.g. its world failed to load)."""
-    cls = exc.error_class if isinstance(exc, AwmError) else f"Unexpected.{type(exc).__name__}"
+    ending = ending_for(exc)
     record = EpisodeRecord(
         episode_id=episode_id, run_id=run_id, arm=spec.arm, scenario=spec.scenario, task_idx=spec.task_idx,
         repeat=spec.repeat, seed=spec.seed, task=task.text, policy=harness.policy.ref,
-        expert=harness.expert.ref if harness.expert else None, outcome="error", verdict="not_run",
-        error=ErrorInfo(error_class=cls, message=str(exc) or type(exc).__name__), group_id=spec.group_id,
+        expert=harness.expert.ref if harness.expert else None, outcome="error",
+        end_reason=ending.reason if ending.error is not None else "runtime_error", verdict="not_run",
+        error=ending.error or error_info(exc), group_id=spec.group_id,
     )
     record.reward, record.reward_components = harness.shaper.shape(record)
     return record

@@ -15,6 +15,7 @@ from awm_runtime._config import RunConfig
 from awm_runtime._errors import ConfigError
 from awm_runtime.logs import EPISODES, MANIFEST, read_manifest
 from awm_runtime.scheduler._prepare import PreparedRun
+from awm_runtime.scheduler._resume import ModelTable, model_table
 
 
 def _versions() -> dict[str, str]:
@@ -46,17 +47,27 @@ def out_dir(config: RunConfig) -> tuple[Path, dict[str, Any] | None]:
         raise ConfigError(f"--resume: {out / MANIFEST} is unreadable ({exc}); the run cannot be resumed") from None
 
 
+def _arm(harness: Any, models: ModelTable) -> dict[str, Any]:
+    """An arm's policy and expert, with the definition of each model it calls."""
+    out: dict[str, Any] = {"policy": harness.policy.ref.model_dump(),
+                           "expert": harness.expert.ref.model_dump() if harness.expert else None, "models": {}}
+    for role, ref in (("policy", harness.policy.ref), ("expert", harness.expert.ref if harness.expert else None)):
+        if ref is not None and ref.alias in models.get(role, {}):
+            out["models"][role] = models[role][ref.alias]
+    return out
+
+
 def manifest(config: RunConfig, prep: PreparedRun, run_id: str, shards: int,
               previous: dict[str, Any] | None) -> dict[str, Any]:
     session = {"started_at": datetime.now(UTC).isoformat(), "argv": sys.argv, "resumed": config.resume,
                "shards": shards, "concurrency": config.concurrency, "pid": os.getpid()}
+    models = model_table(prep.ctx.clients)  # what `--resume` runs from (scheduler/_resume.py)
     return {
         "run_id": run_id, "resumed": config.resume, "started_at": (previous or {}).get("started_at")
-        or session["started_at"], "config": config.model_dump(mode="json"), "versions": _versions(),
-        "seed": config.seed, "argv": sys.argv, "worlds": prep.world.name, "planned_episodes": prep.planned,
-        "containment": prep.containment.to_dict(),
-        "arms": {n: {"policy": h.policy.ref.model_dump(), "expert": h.expert.ref.model_dump() if h.expert else None}
-                 for n, h in prep.harnesses.items()},
+        or session["started_at"], "config": config.model_copy(update={"models": models}).model_dump(mode="json"),
+        "versions": _versions(), "seed": config.seed, "argv": sys.argv, "worlds": prep.world.name,
+        "planned_episodes": prep.planned, "containment": prep.containment.to_dict(),
+        "arms": {n: _arm(h, models) for n, h in prep.harnesses.items()},
         "host": {"cpus": os.cpu_count(), "platform": platform.platform()},
         "sessions": [*(previous or {}).get("sessions", []), session],
     }

@@ -21,6 +21,7 @@ from awm_runtime.logs import register_secrets
 from awm_runtime.models import ModelRegistry, apply_routes, load_registry, preflight, shutdown, start_call_procs
 from awm_runtime.models._transport import IN_PROCESS
 from awm_runtime.scheduler._plan import plan_episodes, select_tasks, split
+from awm_runtime.scheduler._resume import with_stored_models
 from awm_runtime.verifiers import Judge
 from awm_runtime.worlds import AwmWorld, RemoteWorld, RunWorld, load_split, load_worlds, trivial_tasks, world_options
 
@@ -71,7 +72,12 @@ async def prepare(config: RunConfig, *, check: bool = True, shard: tuple[int, in
 
     A shard passes `check=False` (its parent ran the preflight) and `shard=(index, count)`: it
     gets its part of every endpoint's limits, so the shards together keep to what awm.toml allows."""
-    registry = share_limits(apply_routes(load_registry(config.config_path), config.model_dump()), *shard)
+    if config.resume and check:
+        config = _resumed(config)
+    registry = load_registry(config.config_path)
+    if config.models:  # a resumed run: aliases awm.toml no longer defines run from manifest.json
+        registry = with_stored_models(registry, config.models)
+    registry = share_limits(apply_routes(registry, config.model_dump()), *shard)
     containment = require(config.unsafe_no_sandbox)  # before any dataset code can run
     world = load_worlds(config.worlds, solutions=config.solutions, options=world_options(config),
                         tasks_file=config.tasks_file)
@@ -155,6 +161,20 @@ def _judged_here(config: RunConfig, world: RunWorld) -> bool:
     if isinstance(world, AwmWorld):
         return config.verifier == "sql"
     return world.judged_here
+
+
+def _resumed(config: RunConfig) -> RunConfig:
+    """The config of a resumed session, checked against the run's manifest (nothing is written yet)."""
+    from awm_runtime.logs import MANIFEST, read_manifest
+    from awm_runtime.scheduler._resume import check_resume
+
+    if config.out is None or not (config.out / MANIFEST).is_file():
+        return config  # out_dir() says what is wrong, with the run directory
+    try:
+        manifest = read_manifest(config.out)
+    except (OSError, ValueError):
+        return config
+    return check_resume(config, manifest)
 
 
 def share_limits(registry: ModelRegistry, index: int, count: int) -> ModelRegistry:

@@ -57,7 +57,7 @@ class RunProgress:
                                "expert_calls": 0, "tokens": 0, "cost_usd": 0.0}
         for a in self.stats.arms.values():
             out["episodes"] += a.episodes
-            out["scored"] += a.scored
+            out["scored"] += a.accountable
             out["complete"] += a.outcomes["complete"]
             out["errors"] += a.outcomes["error"]
             out["format_errors"] += sum(a.format_errors.values())

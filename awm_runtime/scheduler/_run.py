@@ -70,6 +70,8 @@ async def run(config: RunConfig, *, sinks: Sequence[Sink] = (), prepared: Prepar
     `log_stdout` also receives every event line. Cancelling the task that runs this cancels the
     in-flight episodes (not recorded), and still flushes the logs and writes summary.json."""
     prep = prepared or await prepare(config)
+    if prep.config.models != config.models:  # a resume: the model definitions its manifest stored
+        config = config.model_copy(update={"models": prep.config.models})
     out, previous = out_dir(config)
     run_id = str(previous["run_id"]) if previous and previous.get("run_id") else uuid.uuid4().hex
     if prep.planner is not None and config.ray is None and config.shards not in ("auto", 1):

@@ -214,9 +214,10 @@ class OpenEnvEpisode:
         verifier = self.hub.world.verifier
         definition = verifier.definition(self.scenario, self.task_idx, "sql")
         assert definition is not None
-        value, error, _ = await verifier.evidence(definition, self.session.initial_db, self.session.db, answer)
-        if error is not None:
-            return "judge_error", {"execution_status": "error", "error_message": error}
+        evidence = await verifier.evidence(definition, self.session.initial_db, self.session.db, answer)
+        value = evidence.value
+        if evidence.error is not None:
+            return "judge_error", {"execution_status": "error", "error_message": evidence.error}
         result = dict(value) if isinstance(value, dict) else {"result": value}
         if self.hub.judge is None:
             result["llm_judge"] = {"error": "LLM endpoint not configured for sql verifier mode"}

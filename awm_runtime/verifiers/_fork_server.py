@@ -7,7 +7,8 @@ a fresh fork (a few ms, nothing to import) that confines itself (`isolation.conf
 the interpreter's files and exactly the job's DB files, write nothing, start no process, open no
 socket) and then `_restrict`s the code, and reports on a private pipe. The server enforces the
 wall-clock timeout and the size of the result, and turns every way a child can end into a
-one-line error. A `cancel` request stops a job its caller no longer waits for.
+one-line error and who it is down to (`fault`: the verify call raised, the verifier's code, or the
+sandbox; see `Sandbox.run`). A `cancel` request stops a job its caller no longer waits for.
 """
 
 from __future__ import annotations
@@ -74,6 +75,14 @@ def _readable(paths: Any) -> tuple[str, ...]:
     return tuple(out)
 
 
+def _fault(exc: BaseException) -> str:
+    """Who an exception in the child is down to: "raised" when the verify function itself raised at run
+    time (what an agent's final DB can cause: a dropped table, a NULL), else the verifier's code."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    in_call = any(f.filename == "<verifier>" and f.name != "<module>" for f in frames)
+    return "raised" if isinstance(exc, Exception) and in_call else "verifier"
+
+
 def _child(job: dict[str, Any], out: int, proxies: dict[str, Any], parent: int, unsafe: bool) -> NoReturn:
     """In the fork: shed every fd but the result pipe, confine, run, report, exit."""
     try:
@@ -85,22 +94,32 @@ def _child(job: dict[str, Any], out: int, proxies: dict[str, Any], parent: int, 
         die_with_parent(parent)
         unreadable = [p for p in job.get("readable", ()) if not os.access(p, os.R_OK)]
         if unreadable:
-            raise PermissionError(f"the verifier sandbox (uid {os.getuid()}) cannot read {unreadable[0]}")
-        limits = Limits(memory_mb=int(job["memory_mb"]), cpu_s=int(job["cpu_s"]), open_files=32, processes=0)
-        confine(Confinement(limits, readable=_readable(job.get("readable", ()))), unsafe=unsafe)
-        result: dict[str, Any] = {"ok": True, "value": run_verifier(job, proxies)}
+            result: dict[str, Any] = {
+                "ok": False, "fault": "sandbox",
+                "error": f"the verifier sandbox (uid {os.getuid()}) cannot read {unreadable[0]}; keep world "
+                         "files where other users can reach them (the default workdir does)"}
+        else:
+            limits = Limits(memory_mb=int(job["memory_mb"]), cpu_s=int(job["cpu_s"]), open_files=32, processes=0)
+            try:
+                confine(Confinement(limits, readable=_readable(job.get("readable", ()))), unsafe=unsafe)
+            except Exception as exc:  # the boundary failed: never run the code unconfined
+                result = {"ok": False, "fault": "sandbox", "error": f"cannot confine the verifier: {_describe(exc)}"}
+            else:
+                result = {"ok": True, "value": run_verifier(job, proxies)}
     except MemoryError:
-        result = {"ok": False, "error": f"verifier exceeded its memory limit ({job['memory_mb']} MiB)"}
+        result = {"ok": False, "fault": "sandbox",
+                  "error": f"verifier exceeded its memory limit ({job['memory_mb']} MiB)"}
     except Refused as exc:
-        result = {"ok": False, "error": f"refused: {exc}"}
+        result = {"ok": False, "fault": "verifier", "error": f"refused: {exc}"}
     except BaseException as exc:  # whatever the verifier raises, SystemExit included, is a result
-        result = {"ok": False, "error": _describe(exc)}
+        result = {"ok": False, "fault": _fault(exc), "error": _describe(exc)}
     try:
         data = json.dumps(result, default=str).encode()
     except (TypeError, ValueError, RecursionError) as exc:
-        data = json.dumps({"ok": False, "error": f"verifier returned a value that is not JSON ({exc})"}).encode()
+        data = json.dumps({"ok": False, "fault": "verifier",
+                           "error": f"verifier returned a value that is not JSON ({exc})"}).encode()
     except MemoryError:
-        data = b'{"ok": false, "error": "verifier result exceeded the memory limit"}'
+        data = b'{"ok": false, "fault": "sandbox", "error": "verifier result exceeded the memory limit"}'
     try:
         write_all(out, data)
     finally:

@@ -1,14 +1,19 @@
 """SQL mode: the verifier gathers evidence, and an LLM on the `judge` role classifies the episode.
 
-The judge sees the task, the agent's trajectory, the evidence, and the reasoning, success and
-failure criteria parsed from the verifier row's `raw_response`. It answers one of
-complete | incomplete | agent_error | server_error; anything else is `judge_error`.
+The judge sees the task and the reasoning, success and failure criteria parsed from the verifier
+row's `raw_response`, then the episode's data (trajectory, final answer, evidence) as one JSON
+document fenced by marker lines that carry a random token drawn per call: the agent wrote much of
+that data, so it can neither predict the fence nor close it (JSON escaping keeps its text on the
+data's lines). The judge may answer only `complete` or `incomplete`; a reply that names anything
+else is not a pass, it is `incomplete`. Only a failed call or a reply without a classification is
+a `judge_error`.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import secrets
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -18,10 +23,9 @@ from awm_runtime._errors import AwmError
 from awm_runtime._prompts import render
 from awm_runtime._types import Message, Usage, Verdict
 
-LABELS = ("complete", "incomplete", "agent_error", "server_error")
+LABELS = ("complete", "incomplete")
 _THINK = re.compile(r"<think>.*?</think>", re.S)
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.S)
-_LABEL = re.compile(r"\b(complete|incomplete|agent_error|server_error)\b", re.I)
 EVIDENCE_CHARS = 12000
 TRAJECTORY_CHARS = 24000
 DETAIL_EVIDENCE_CHARS = 8000
@@ -88,18 +92,38 @@ def parse_criteria(raw_response: str) -> Criteria:
                     success=_strings(obj.get("success_criteria")), failure=_strings(obj.get("failure_criteria")))
 
 
-def parse_judgement(text: str | None) -> tuple[str, str] | None:
-    """(label, reason) from the judge's reply, or None when it is unusable."""
+def _classification_objects(text: str) -> list[dict[str, Any]]:
+    decoder = json.JSONDecoder()
+    found = []
+    for match in re.finditer(r"\{", text):
+        try:
+            value, _ = decoder.raw_decode(text, match.start())
+        except ValueError:
+            continue
+        if isinstance(value, dict) and isinstance(value.get("classification", value.get("result")), str):
+            found.append(value)
+    return found
+
+
+def parse_judgement(text: str | None) -> tuple[str, str, str] | None:
+    """(label, reason, what the judge said) from its reply, or None when it has no classification.
+
+    The label is `complete` only when the judge says exactly that; any other classification
+    (incomplete, agent_error, server_error, ...) is `incomplete`. The judge's last JSON object with a
+    classification is its answer (an echo of the episode's data may come before it); a reply that is
+    nothing but a bare label counts too. Prose is never searched for a label."""
     text = _THINK.sub("", text or "").strip()
-    obj = first_json_object(text)
-    if obj is not None:
-        label = str(obj.get("classification") or obj.get("result") or "").strip().lower()
-        if label in LABELS:
-            return label, str(obj.get("reason") or obj.get("reasoning") or "")
-    found = {m.lower() for m in _LABEL.findall(text)}
-    if len(found) == 1:  # a bare label in prose: usable only if it is unambiguous
-        return found.pop(), text[:500]
-    return None
+    objects = _classification_objects(text)
+    if objects:
+        obj = objects[-1]
+        said = str(obj.get("classification", obj.get("result"))).strip().lower()
+        reason = obj.get("reason") or obj.get("reasoning") or ""
+    else:
+        said = text.strip(" \t\n.`\"'*").lower()
+        if said not in LABELS:
+            return None
+        reason = ""
+    return ("complete" if said == "complete" else "incomplete"), str(reason), said
 
 
 def _clip(text: str, limit: int) -> str:
@@ -109,18 +133,32 @@ def _clip(text: str, limit: int) -> str:
     return f"{text[:half]}\n… ({len(text) - limit} characters omitted) …\n{text[-half:]}"
 
 
-def render_trajectory(messages: Sequence[Message], *, limit: int = TRAJECTORY_CHARS) -> str:
-    """The episode as the judge reads it: one block per message, tool calls spelled out."""
-    blocks: list[str] = []
+def trajectory_entries(messages: Sequence[Message], *, limit: int = TRAJECTORY_CHARS) -> list[dict[str, Any]]:
+    """The episode as the judge reads it: one entry per message (tool calls spelled out), the middle
+    left out past `limit` characters."""
+    entries: list[dict[str, Any]] = []
     for m in messages:
         if m.source == "system" and m.role == "system":
             continue  # the policy's system prompt says nothing about what happened
-        text = (m.content or "").strip()
-        for call in m.tool_calls or ():
-            fn = call.get("function") or {}
-            text += f"\n[calls {fn.get('name')} with {fn.get('arguments')}]"
-        blocks.append(f"[{m.source} / {m.role}] {_clip(text, 3000)}")
-    return _clip("\n\n".join(blocks), limit) or "(the agent took no actions)"
+        entry: dict[str, Any] = {"from": m.source, "role": m.role, "text": _clip((m.content or "").strip(), 3000)}
+        calls = [{"tool": (c.get("function") or {}).get("name"),
+                  "arguments": _clip(str((c.get("function") or {}).get("arguments")), 3000)}
+                 for c in m.tool_calls or ()]
+        if calls:
+            entry["calls"] = calls
+        entries.append(entry)
+    sizes = [len(json.dumps(e, ensure_ascii=False)) for e in entries]
+    if sum(sizes) <= limit:
+        return entries
+    head, tail, budget = 0, len(entries), limit // 2
+    while head < tail and budget - sizes[head] >= 0:
+        budget -= sizes[head]
+        head += 1
+    budget += limit // 2
+    while tail > head and budget - sizes[tail - 1] >= 0:
+        budget -= sizes[tail - 1]
+        tail -= 1
+    return [*entries[:head], {"omitted": f"{tail - head} messages"}, *entries[tail:]]
 
 
 def _evidence_text(evidence: Any) -> str:
@@ -128,6 +166,30 @@ def _evidence_text(evidence: Any) -> str:
         return json.dumps(evidence, indent=1, ensure_ascii=False, default=str)
     except (TypeError, ValueError):
         return str(evidence)
+
+
+def _evidence_value(evidence: Any) -> Any:
+    """The evidence as it goes into the data document: itself, or its clipped text when it is long."""
+    text = _evidence_text(evidence)
+    if len(text) <= EVIDENCE_CHARS:
+        try:
+            return json.loads(text)
+        except ValueError:
+            return text
+    return _clip(text, EVIDENCE_CHARS)
+
+
+def fenced_data(data: dict[str, Any]) -> tuple[str, str]:
+    """(boundary, document): the data as one JSON document and a fresh random token it does not contain.
+
+    JSON escaping puts every newline of the data inside a string, so nothing in it can stand on a
+    line of its own; U+2028/2029 are escaped too, as some readers treat them as line breaks."""
+    document = json.dumps(data, indent=1, ensure_ascii=False, default=str)
+    document = document.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+    while True:
+        boundary = secrets.token_hex(16)
+        if boundary not in document:
+            return boundary, document
 
 
 class Judge:
@@ -140,14 +202,16 @@ class Judge:
     async def classify(self, *, task: str, messages: Sequence[Message], evidence: Any, criteria: Criteria,
                        final_answer: str) -> Verdict:
         started = time.perf_counter()
-        evidence_text = _evidence_text(evidence)
+        boundary, document = fenced_data({"trajectory": trajectory_entries(messages) or "(the agent took no actions)",
+                                          "final_answer": final_answer or "(none)",
+                                          "evidence": _evidence_value(evidence)})
         prompt = [
             {"role": "system", "content": render("judge_system.md")},
-            {"role": "user", "content": render(
-                "judge_request.md", task=task, criteria=criteria.text(), trajectory=render_trajectory(messages),
-                evidence=_clip(evidence_text, EVIDENCE_CHARS), final_answer=final_answer or "(none)")},
+            {"role": "user", "content": render("judge_request.md", task=task, criteria=criteria.text(),
+                                               boundary=boundary, data=document)},
         ]
-        detail: dict[str, Any] = {"judge": self.name, "evidence": _clip(evidence_text, DETAIL_EVIDENCE_CHARS)}
+        detail: dict[str, Any] = {"judge": self.name, "evidence": _clip(_evidence_text(evidence),
+                                                                       DETAIL_EVIDENCE_CHARS)}
         try:
             reply = await self.client.complete(prompt)
         except AwmError as exc:
@@ -162,6 +226,8 @@ class Judge:
             raw = (getattr(reply, "content", None) or "")[:300]
             return Verdict(result="judge_error", mode="sql", detail=detail, elapsed_ms=elapsed,
                            error=f"judge reply has no usable classification: {raw!r}")
-        label, reason = parsed
+        label, reason, said = parsed
         detail.update(classification=label, reason=reason)
+        if said != label:
+            detail["judge_said"] = said  # not a label: only complete | incomplete are
         return Verdict(result=label, mode="sql", detail=detail, elapsed_ms=elapsed)  # type: ignore[arg-type]

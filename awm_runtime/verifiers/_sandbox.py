@@ -14,7 +14,7 @@ import os
 import sys
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from awm_runtime.isolation import FrameError, encode, kill_process, mark_private, read_frame, scrubbed_env, stop_process
 
@@ -22,11 +22,20 @@ START_TIMEOUT_S = 60.0
 GRACE_S = 10.0  # the server enforces the timeout; the runtime waits this much longer before giving up on it
 
 
+Fault = Literal["raised", "verifier", "sandbox"]
+
+
 @dataclass(frozen=True, slots=True)
 class SandboxResult:
+    """What a verification returned, or why it did not. `fault` says who a failure is down to:
+    `raised` - the verify function raised at run time (on the DB it was given); `verifier` - its code
+    does not load, is refused, or returns no JSON; `sandbox` - the sandbox could not run it (timeout,
+    CPU or memory limit, killed, unreadable DB, the server died)."""
+
     value: Any
     error: str | None
     elapsed_ms: float
+    fault: Fault | None = None
 
 
 class Sandbox:
@@ -101,7 +110,7 @@ class Sandbox:
         try:
             proc = await self._ensure()
         except RuntimeError as exc:
-            return SandboxResult(None, str(exc), 0.0)
+            return SandboxResult(None, str(exc), 0.0, "sandbox")
         job_id = next(self._ids)
         # The server starts each job's clock when its child starts; jobs queued ahead of this one may each
         # take up to `timeout_s` per round of `max_parallel`. Waiting less would blame a verifier for a queue.
@@ -122,7 +131,7 @@ class Sandbox:
         except (ConnectionError, TimeoutError) as exc:
             self._pending.pop(job_id, None)
             return SandboxResult(None, f"the verifier server failed ({type(exc).__name__})",
-                                 (time.perf_counter() - started) * 1000)
+                                 (time.perf_counter() - started) * 1000, "sandbox")
         except asyncio.CancelledError:
             # The caller stopped waiting: forget the job and have the server drop or kill it.
             if self._pending.pop(job_id, None) is not None and proc.returncode is None:
@@ -131,7 +140,9 @@ class Sandbox:
             raise
         elapsed = (time.perf_counter() - started) * 1000
         if not reply.get("ok"):
-            return SandboxResult(None, str(reply.get("error") or "verifier failed"), elapsed)
+            fault = reply.get("fault")  # absent: the server ended the child (timeout, limits, killed)
+            return SandboxResult(None, str(reply.get("error") or "verifier failed"), elapsed,
+                                 fault if fault in ("raised", "verifier") else "sandbox")
         return SandboxResult(reply.get("value"), None, elapsed)
 
     async def aclose(self) -> None:

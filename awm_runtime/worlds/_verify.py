@@ -1,7 +1,11 @@
 """Judge a finished episode: code mode (the verifier decides) or SQL mode (verifier evidence + LLM judge).
 
-The DB files are read-only while the verifier runs. A verifier that raises, hangs or returns
-nonsense is a `judge_error` whose message names the file, the scenario and the task.
+The DB files are read-only while the verifier runs. Whose fault a failure is decides its verdict
+(the message names the file, the scenario and the task):
+- the verify function raised at run time on the final DB (a dropped table, a NULL where it expected
+  text): `verifier_raised`, the agent's incomplete;
+- the verifier's code does not load or returns nonsense: `judge_error` (the dataset's; infrastructure);
+- the sandbox could not run it (timeout, limits, killed, server died): `verifier_error` (infrastructure).
 """
 
 from __future__ import annotations
@@ -11,8 +15,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from awm_runtime._types import Message, Verdict
-from awm_runtime.verifiers import Judge, Sandbox, find_function_name, parse_criteria
+from awm_runtime._types import Message, Verdict, VerdictResult
+from awm_runtime.verifiers import Judge, Sandbox, SandboxResult, find_function_name, parse_criteria
 from awm_runtime.worlds._format import CODE_VERIFIERS, SQL_VERIFIERS, Scenario, VerifierDef
 
 VerifierMode = Literal["code", "sql"]
@@ -20,12 +24,25 @@ DEFAULT_FUNCTION = {"code": "verify_task_completion", "sql": "verify_task"}
 FILES = {"code": CODE_VERIFIERS, "sql": SQL_VERIFIERS}
 
 
-def code_verdict(value: Any, error: str | None, elapsed_ms: float, where: str = "") -> Verdict:
-    """Code mode: {"result": "complete"|"others"}; anything else is a judge_error."""
-    if error is None and isinstance(value, dict) and value.get("result") in ("complete", "others"):
-        return Verdict(result=value["result"], mode="code", detail=value, elapsed_ms=elapsed_ms)
-    why = error or f"verifier returned {str(value)[:200]!r}, not a dict with 'result'"
-    return Verdict(result="judge_error", mode="code", elapsed_ms=elapsed_ms, error=f"{where}{why}")
+_FAILED: dict[str, VerdictResult] = {"raised": "verifier_raised", "verifier": "judge_error",
+                                     "sandbox": "verifier_error"}
+
+
+def failed_verdict(result: SandboxResult, mode: VerifierMode, where: str = "") -> Verdict:
+    """The verdict of a verification that returned nothing, by whose fault that is."""
+    return Verdict(result=_FAILED[result.fault or "sandbox"], mode=mode, elapsed_ms=result.elapsed_ms,
+                   error=f"{where}{result.error}")
+
+
+def code_verdict(result: SandboxResult, where: str = "") -> Verdict:
+    """Code mode: {"result": "complete"|"others"}; a value of any other shape is a judge_error."""
+    value = result.value
+    if result.error is not None:
+        return failed_verdict(result, "code", where)
+    if isinstance(value, dict) and value.get("result") in ("complete", "others"):
+        return Verdict(result=value["result"], mode="code", detail=value, elapsed_ms=result.elapsed_ms)
+    return Verdict(result="judge_error", mode="code", elapsed_ms=result.elapsed_ms,
+                   error=f"{where}verifier returned {str(value)[:200]!r}, not a dict with 'result'")
 
 
 @contextlib.contextmanager
@@ -55,14 +72,13 @@ class Verifier:
         return table.get(task_idx)
 
     async def evidence(self, verifier: VerifierDef, initial_db: Path, final_db: Path,
-                       final_answer: str) -> tuple[Any, str | None, float]:
-        """Run the verifier function: (what it returned, error text or None, elapsed ms)."""
+                       final_answer: str) -> SandboxResult:
+        """Run the verifier function: what it returned, or why it did not."""
         function = find_function_name(verifier.code, DEFAULT_FUNCTION[verifier.mode])
         kwargs = {"initial_db_path": str(initial_db), "final_db_path": str(final_db), "final_answer": final_answer}
         with read_only(final_db):
-            result = await self.sandbox.run(verifier.code, function, kwargs, timeout_s=self.timeout_s,
-                                            readable=(str(initial_db), str(final_db)))
-        return result.value, result.error, result.elapsed_ms
+            return await self.sandbox.run(verifier.code, function, kwargs, timeout_s=self.timeout_s,
+                                          readable=(str(initial_db), str(final_db)))
 
     async def verify(self, scenario: Scenario, task_idx: int, task_text: str, initial_db: Path, final_db: Path,
                      final_answer: str, messages: Sequence[Message], *, mode: VerifierMode | None = None) -> Verdict:
@@ -71,15 +87,15 @@ class Verifier:
         if verifier is None:
             return Verdict(result="no_verifier", mode="none")
         where = f"{FILES[mode]}: scenario {scenario.id} task {task_idx}: "
-        value, error, elapsed = await self.evidence(verifier, initial_db, final_db, final_answer)
+        result = await self.evidence(verifier, initial_db, final_db, final_answer)
         if mode == "code":
-            return code_verdict(value, error, elapsed, where)
-        if error is not None:
-            return Verdict(result="judge_error", mode="sql", elapsed_ms=elapsed, error=f"{where}{error}")
+            return code_verdict(result, where)
+        if result.error is not None:
+            return failed_verdict(result, "sql", where)
         if self.judge is None:
-            return Verdict(result="judge_error", mode="sql", elapsed_ms=elapsed,
+            return Verdict(result="judge_error", mode="sql", elapsed_ms=result.elapsed_ms,
                            error="SQL-mode verification needs a judge model (--judge ALIAS)")
-        verdict = await self.judge.classify(task=task_text, messages=messages, evidence=value,
+        verdict = await self.judge.classify(task=task_text, messages=messages, evidence=result.value,
                                             criteria=parse_criteria(verifier.raw_response), final_answer=final_answer)
-        verdict.elapsed_ms += elapsed
+        verdict.elapsed_ms += result.elapsed_ms
         return verdict

@@ -104,7 +104,7 @@ def test_check_in_sql_mode_with_a_loopback_judge(trap: Path, tmp_path: Path) -> 
     assert proc.returncode == 0, proc.stderr
     task = json.loads(proc.stdout)["tasks"][0]
     assert task["noop_passes"] is False and task["reference_passes"] is False and task["errors"] == []
-    assert len([r for r in server.requests if "Evidence collected" in json.dumps(r)]) == 2
+    assert len([r for r in server.requests if "<<<EPISODE-DATA" in json.dumps(r)]) == 2
     assert "judge-key-7" not in proc.stdout + proc.stderr
 
 

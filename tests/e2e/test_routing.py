@@ -144,7 +144,7 @@ def test_exhausted_retries_are_errors_never_incomplete(tmp_path: Path) -> None:
         assert r["outcome"] == "error" and r["error"]["class"] == "ModelError.server"
         assert "after 3 attempts" in r["error"]["message"]
     summary = json.loads((out / "summary.json").read_text())["arms"]["main"]
-    assert summary["outcomes"] == {"error": 4} and summary["scored_episodes"] == 0
+    assert summary["outcomes"] == {"error": 4} and summary["accountable_episodes"] == 0
     assert summary["error_classes"] == {"ModelError.server": 4}
     assert len(server.requests) == 1 + 4 * 3  # the preflight probe, then 3 attempts per episode
 

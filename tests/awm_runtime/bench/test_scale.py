@@ -6,6 +6,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 BENCH = [sys.executable, "-c", "from awm_runtime.cli import bench_main; raise SystemExit(bench_main())", "scale"]
 
 
@@ -22,7 +24,8 @@ def test_scheduler_stack_holds_n_in_flight_near_the_ideal() -> None:
     assert r["mean_model_calls_per_episode"] == 5.0
     assert 0.3 < r["efficiency"] <= 1.1  # type: ignore[operator]
     assert r["rss_per_in_flight_episode_mib"] < 1  # type: ignore[operator]
-    assert set(r["cpu_s_per_episode"]) == {"runtime", "world", "model_server"}  # type: ignore[arg-type]
+    assert set(r["cpu_s_per_episode"]) == {"runtime", "world", "model_server"}  # type: ignore[call-overload]
+    assert r["targets"] == {"efficiency": None, "loop_lag_p99_ms": 50.0}  # no target at this size
 
 
 def test_full_stack_against_the_loopback_server_in_another_process() -> None:
@@ -30,3 +33,11 @@ def test_full_stack_against_the_loopback_server_in_another_process() -> None:
     assert r["episodes"] == 10 and r["outcomes"] == {"complete": 10}
     assert r["mean_model_calls_per_episode"] > 1 and r["ideal_episodes_per_s"] > 0  # type: ignore[operator]
     assert r["loop_lag_p99_ms_per_process"] and r["cpus"]
+    per_call: dict[str, float] = r["cpu_ms_per_model_call"]  # type: ignore[assignment]
+    per_episode: dict[str, float] = r["cpu_s_per_episode"]  # type: ignore[assignment]
+    calls: float = r["mean_model_calls_per_episode"]  # type: ignore[assignment]
+    assert set(per_call) == {"runtime", "world", "model_server"}
+    for part, ms in per_call.items():  # per episode is rounded to 0.1 ms
+        assert ms == pytest.approx(1000 * per_episode[part] / calls, abs=0.06)
+    assert r["targets"] == {"efficiency": None, "loop_lag_p99_ms": 50.0}  # no target at this size
+    assert r["met"]["efficiency"] is None  # type: ignore[index]

@@ -137,13 +137,14 @@ async def test_one_failure_among_eight_concurrent_episodes(tiny_world: Any) -> N
     assert sum(r.outcome == "complete" for r in records) == 7
 
 
-async def test_episode_timeout_is_an_infrastructure_error(tiny_world: Any) -> None:
+async def test_episode_timeout_is_the_agents_incomplete(tiny_world: Any) -> None:
     class Slow(ScriptedPolicy):
         async def act(self, *args: Any, **kwargs: Any) -> Any:
             await asyncio.sleep(5)
 
     record = await play(tiny_world, 0, Slow(RIGHT), limits=EpisodeLimits(timeout_s=0.2))
-    assert record.outcome == "error" and record.error and record.error.error_class == "EpisodeTimeout"
+    assert (record.outcome, record.end_reason, record.verdict, record.error) == ("incomplete", "timeout", "not_run",
+                                                                                  None)
 
 
 async def test_cancellation_propagates(tiny_world: Any) -> None:

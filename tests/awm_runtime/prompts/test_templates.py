@@ -11,7 +11,8 @@ from awm_runtime._prompts import render
 VALUES = {"scenario": "Shop", "tools": "[]", "task": "Do it", "result": "{}", "kind": "invalid_json",
           "detail": "bad", "turns": 5, "criteria": "", "trajectory": "(none)", "question": "?", "context": "",
           "expert_hint": "", "evidence": "{}", "final_answer": "done", "advice": "{}", "mode": "code",
-          "code": "def verify_task(): ...", "guidance": ""}
+          "code": "def verify_task(): ...", "guidance": "", "boundary": "0f3a",
+          "data": "{}"}
 NAMES = sorted(p.name for p in files("awm_runtime.prompts").iterdir() if p.name.endswith(".md"))
 
 

@@ -1,4 +1,5 @@
-"""Paired A/B statistics: McNemar's exact test, the cluster bootstrap, and infra errors left out."""
+"""Paired A/B statistics: exact McNemar, the task-clustered sign-flip test, Holm, the cluster bootstrap,
+and infra errors left out. Known values are computed by hand (or with R, as noted)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import math
 
 import pytest
 
-from awm_runtime.report import PairedStats, RunStats, cluster_bootstrap_ci, mcnemar_exact_p
+from awm_runtime.report import PairedStats, RunStats, cluster_bootstrap_ci, holm, mcnemar_exact_p, sign_flip_p
 
 
 @pytest.mark.parametrize(("b", "c", "p"), [
@@ -14,6 +15,7 @@ from awm_runtime.report import PairedStats, RunStats, cluster_bootstrap_ci, mcne
     (0, 5, 0.0625),            # 2 * 0.5^5
     (1, 9, 0.021484375),       # 2 * (1 + 10) / 1024
     (10, 30, 0.002221),
+    (2, 10, 0.03857421875),    # 2 * (1 + 12 + 66) / 4096; R: binom.test(2, 12)$p.value
 ])
 def test_mcnemar_exact_matches_the_binomial(b: int, c: int, p: float) -> None:
     assert mcnemar_exact_p(b, c) == pytest.approx(p, rel=1e-3)
@@ -46,7 +48,8 @@ def test_pairs_match_on_task_and_repeat_and_drop_infra_errors() -> None:
     assert (c["a"], c["b"], c["pairs"], c["pairs_with_infra_error"]) == ("solo", "asked", 5, 1)
     assert (c["both_complete"], c["only_a_complete"], c["only_b_complete"], c["neither"]) == (1, 1, 2, 1)
     assert c["completion_a"] == 0.4 and c["completion_b"] == 0.6 and c["completion_diff"] == 0.2
-    assert c["reward_diff"] == 0.2 and c["mcnemar_p"] == 1.0
+    assert c["reward_diff"] == 0.2 and c["completion_test"] == "mcnemar_exact" and c["completion_p"] == 1.0
+    assert c["completion_p_holm"] == 1.0 and c["reward_test"] == "sign_flip_over_tasks"
     lo, hi = c["completion_diff_ci95"]
     assert lo <= 0.2 <= hi
 
@@ -58,3 +61,95 @@ def test_run_stats_report_pairs_only_with_two_arms() -> None:
                    "verdict": "complete", "policy": {}, "expert": None, "format_errors": {}, "usage": {}})
     assert "paired" not in one.to_dict()
     assert two.to_dict()["paired"][0]["both_complete"] == 1
+
+
+def test_sign_flip_is_exact_on_a_hand_computed_case() -> None:
+    # Non-zero task sums 2, 1, -1, 3 (the 0 changes nothing): of the 16 sign patterns, |sum| >= 5 for
+    # (+,+,+,+) = 7, (+,-,+,+) = 5, (+,+,-,+) = 5 and their mirrors: 6 / 16.
+    assert sign_flip_p([2.0, 1.0, 0.0, -1.0, 3.0]) == pytest.approx(0.375)
+    assert sign_flip_p([0.0, 0.0]) == 1.0 and sign_flip_p([]) == 1.0
+    assert sign_flip_p([1.0] * 5) == pytest.approx(2 / 32)  # all five agree: 2 of 32 patterns
+
+
+def test_sign_flip_over_singletons_is_mcnemar() -> None:
+    assert sign_flip_p([1.0] * 10 + [-1.0] * 2 + [0.0] * 5) == pytest.approx(mcnemar_exact_p(2, 10))
+
+
+@pytest.mark.parametrize(("ps", "adjusted"), [
+    ([0.01, 0.04, 0.03], [0.03, 0.06, 0.06]),          # R: p.adjust(c(0.01, 0.04, 0.03), "holm")
+    ([0.01, 0.02, 0.03, 0.5], [0.04, 0.06, 0.06, 0.5]),  # R: p.adjust(c(.01, .02, .03, .5), "holm")
+    ([0.3, None, 0.6], [0.6, None, 0.6]),
+    ([0.9], [0.9]),
+])
+def test_holm_matches_r(ps: list, adjusted: list) -> None:
+    got = holm(ps)
+    assert [None if g is None else pytest.approx(g) for g in got] == adjusted
+
+
+def test_repeats_are_clustered_by_task() -> None:
+    """Eight repeats of three tasks: arm b wins all 8 repeats of one task and nothing else. Counted as 8
+    independent pairs, McNemar says p = 0.008; over tasks, one task's sum is all the evidence there is, and
+    flipping its sign is as extreme as not: p = 1."""
+    paired = PairedStats()
+    for task in range(3):
+        for repeat in range(8):
+            paired.add("a", "s", task, repeat, "incomplete", 0.1)
+            paired.add("b", "s", task, repeat, "complete" if task == 0 else "incomplete", 1.0 if task == 0 else 0.1)
+    (c,) = paired.to_list()
+    assert (c["pairs"], c["tasks"], c["max_pairs_per_task"]) == (24, 3, 8)
+    assert c["completion_test"] == "sign_flip_over_tasks" and c["completion_p"] == 1.0
+    assert mcnemar_exact_p(0, 8) == pytest.approx(0.0078125)  # what the pairs-as-independent test would claim
+    assert c["reward_p"] == 1.0 and c["completion_diff"] == round(8 / 24, 4)
+
+
+def test_holm_runs_across_the_arm_pairs() -> None:
+    paired = PairedStats()
+    for task in range(12):  # b beats a on 10 tasks, c ties a: two comparisons share one family
+        for arm, win in (("a", task >= 10), ("b", task < 10 or task >= 10), ("c", task >= 10)):
+            paired.add(arm, "s", task, 0, "complete" if win else "incomplete", 1.0 if win else 0.0)
+    by_pair = {(c["a"], c["b"]): c for c in paired.to_list()}
+    ab, ac, bc = by_pair["a", "b"], by_pair["a", "c"], by_pair["b", "c"]
+    # a->b and b->c: 10 discordant pairs all one way, p = 2 * 0.5^10 each; a->c: none, p = 1. Holm over the
+    # three: 3p, then max(3p, 2p) = 3p for the tie, then 1.
+    assert ab["completion_p"] == bc["completion_p"] == pytest.approx(0.001953, rel=1e-3)
+    assert ab["completion_p_holm"] == bc["completion_p_holm"] == pytest.approx(3 * 0.001953, rel=1e-3)
+    assert ac["completion_p"] == ac["completion_p_holm"] == 1.0
+
+
+def test_the_method_is_stated_in_the_summary() -> None:
+    stats = RunStats()
+    for arm in ("a", "b"):
+        stats.add({"arm": arm, "scenario": "s", "task_idx": 0, "repeat": 0, "outcome": "complete", "reward": 1.0,
+                   "verdict": "complete", "policy": {}, "expert": None, "format_errors": {}, "usage": {}})
+    summary = stats.to_dict()
+    assert "McNemar" in summary["paired_method"] and "Holm" in summary["paired_method"]
+
+
+def test_many_tasks_use_the_normal_approximation_of_the_same_null() -> None:
+    """Past 500 non-zero task sums the sign-flip null is approximated by a normal law (continuity
+    corrected); on a case near p = 0.05 it agrees with 20,000 seeded sign-flip draws."""
+    from awm_runtime.report._paired import sign_flip
+
+    sums = [1.0, -1.0, 2.0, -2.0, 1.0, -1.0] * 87  # 522 tasks, total 0, until 25 negatives turn positive
+    sums[:50] = [abs(s) for s in sums[:50]]
+    p, how = sign_flip(sums)
+    import awm_runtime.report._paired as paired
+
+    saved = paired.NORMAL_FROM
+    paired.NORMAL_FROM = 10**9
+    try:
+        mc, mc_how = sign_flip(sums)
+    finally:
+        paired.NORMAL_FROM = saved
+    assert how == "normal" and mc_how == "monte_carlo"
+    assert 0.03 < p < 0.06 and p == pytest.approx(mc, abs=0.006)
+
+
+def test_the_order_records_arrive_in_does_not_move_the_figures() -> None:
+    rows = [(task, repeat, arm, (task + repeat + (arm == "b")) % 3 == 0) for task in range(9) for repeat in range(2)
+            for arm in ("a", "b")]
+    forward, backward = PairedStats(), PairedStats()
+    for stats, ordered in ((forward, rows), (backward, rows[::-1])):
+        for task, repeat, arm, win in sorted(ordered, key=lambda r: r[2]) if stats is backward else ordered:
+            stats.add(arm, "s", task, repeat, "complete" if win else "incomplete", float(win))
+    assert forward.to_list() == backward.to_list()

@@ -9,12 +9,14 @@ from awm_runtime._build import build_shaper
 from awm_runtime.rewards import AWM_TABLE, advice_cost, awm, openenv, try_first
 
 
-def rec(outcome: str, ask_style: str = "solo", expert_calls: int = 0, verdict: str | None = None) -> EpisodeRecord:
+def rec(outcome: str, ask_style: str = "solo", expert_calls: int = 0, verdict: str | None = None,
+        end_reason: str | None = None) -> EpisodeRecord:
     verdict = verdict or {"complete": "complete", "incomplete": "incomplete", "format_error": "not_run",
                           "error": "not_run"}[outcome]
+    end_reason = end_reason or {"format_error": "format_error", "error": "model_error"}.get(outcome, "final_answer")
     return EpisodeRecord(episode_id="e", arm="a", scenario="s", task_idx=0, repeat=0,
                          policy=ModelRef(alias="p", model="m"), outcome=outcome, verdict=verdict,
-                         ask_style=ask_style, expert_calls=expert_calls)  # type: ignore[arg-type]
+                         end_reason=end_reason, ask_style=ask_style, expert_calls=expert_calls)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(("outcome", "verdict", "awm_value", "openenv_value"), [
@@ -22,12 +24,18 @@ def rec(outcome: str, ask_style: str = "solo", expert_calls: int = 0, verdict: s
     ("incomplete", "incomplete", 0.1, 0.1),      # the SQL judge's incomplete
     ("incomplete", "others", 0.1, 0.0),          # code mode: AWM's incomplete; OpenEnv's "everything else 0"
     ("incomplete", "agent_error", 0.0, 0.0),     # agent error: 0.0 in both
-    ("incomplete", "no_verifier", 0.0, 0.0),     # nothing was judged
     ("format_error", "not_run", -1.0, -1.0),     # a format violation ends the rollout at -1
     ("error", "judge_error", 0.0, 0.0),          # infrastructure: never the agent's 0.1 or -1
+    ("error", "no_verifier", 0.0, 0.0),          # nothing was judged: the dataset's gap
+    # Not judged, the agent's doing: out of time or context is out of budget (like the turn limit, 0.1);
+    # a DB broken so that its verifier raises is the agent's error (0.0). OpenEnv: "everything else 0".
+    ("incomplete", "not_run:timeout", 0.1, 0.0),
+    ("incomplete", "not_run:context_overflow", 0.1, 0.0),
+    ("incomplete", "verifier_raised:verifier_raised", 0.0, 0.0),
 ])
 def test_awm_and_openenv_tables(outcome: str, verdict: str, awm_value: float, openenv_value: float) -> None:
-    record = rec(outcome, verdict=verdict)
+    verdict, _, end_reason = verdict.partition(":")
+    record = rec(outcome, verdict=verdict, end_reason=end_reason or None)
     reward, parts = awm().shape(record)
     assert reward == awm_value and parts["table"] == "awm" and parts["verdict"] == verdict
     assert openenv().shape(record)[0] == openenv_value

@@ -66,13 +66,13 @@ async def test_code_mode_verdicts_noop_and_reference(tiny_world: Any) -> None:
         await ref.close()
 
 
-async def test_verifier_that_raises_is_a_judge_error_naming_file_scenario_task(trap_world: Any) -> None:
+async def test_verifier_that_raises_is_verifier_raised_naming_file_scenario_task(trap_world: Any) -> None:
     session = await trap_world.open(trap_task(trap_world, 2), episode_id="raises")
     try:
         verdict = await session.verify("", [])
     finally:
         await session.close()
-    assert verdict.result == "judge_error"
+    assert verdict.result == "verifier_raised"  # raised in the call: on the agent's DB, the agent's incomplete
     assert verdict.error and verdict.error.startswith("gen_verifier.pure_code.jsonl: scenario trap task 2: ")
     assert "ZeroDivisionError" in verdict.error and "verifier line 2" in verdict.error
 
@@ -82,7 +82,7 @@ async def test_verifier_cannot_write_the_episode_db(trap_world: Any) -> None:
     try:
         await session.call_tool(call("add_item", {"name": "kiwi"}))
         verdict = await session.verify("", [])
-        assert verdict.result == "judge_error" and "readonly database" in (verdict.error or "")
+        assert verdict.result == "verifier_raised" and "readonly database" in (verdict.error or "")
         assert os.stat(session.db).st_mode & 0o777 == 0o644  # writable again after the verifier
         assert '"count": 3' in (await session.call_tool(call("count_items"))).text  # nothing was deleted
     finally:
