@@ -54,6 +54,8 @@ class RunConfig(BaseModel):
     foreign_keys: bool = False
     tool_timeout_s: float = Field(default=30.0, gt=0)
     world_workers: int = Field(default=0, ge=0)
+    # Tasks whose verifier is missing or does not parse (issue 18): run them unverified, or leave them out.
+    unverified: Literal["run", "skip"] = "run"
     repeats: int = Field(default=1, ge=1)
     concurrency: int = Field(default=32, ge=1)
     max_turns: int = Field(default=20, ge=1)

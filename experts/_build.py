@@ -35,8 +35,8 @@ def build_llm_expert(alias: str, ctx: BuildContext) -> LLMExpert:
             def verifier(task: Task) -> VerifierDef | None:
                 if world is None:
                     return None
-                sc = world.scenario(task.scenario)
-                return sc.code_verifiers.get(task.task_idx) or sc.sql_verifiers.get(task.task_idx)
+                found = world.dataset.verifier(task.scenario, task.task_idx, "code")
+                return found or world.dataset.verifier(task.scenario, task.task_idx, "sql")
 
             stores[alias] = CriteriaStore(client, verifier)
         criteria = stores[alias]

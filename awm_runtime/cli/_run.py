@@ -37,7 +37,9 @@ def parser() -> argparse.ArgumentParser:
     a("--policy", metavar="ALIAS", help="policy model alias or policy plug-in (default sim/novice)")
     a("--expert", metavar="ALIAS|none",
       help="expert model alias, expert plug-in (oracle, static:EXPERT, human[:OPTS]), or none (default sim/oracle)")
-    a("--worlds", metavar="builtin|DIR", help="built-in worlds, or a directory in the AgentWorldModel format")
+    a("--worlds", metavar="builtin|awm-1k|DIR",
+      help="built-in worlds; awm-1k[@REV], the AgentWorldModel-1K release from the Hugging Face Hub (downloaded "
+           "into its cache on first use); or a directory in the AgentWorldModel format")
     a("--solutions", metavar="FILE", type=Path, help="reference solutions (JSON) for oracle experts and sims")
     a("--scenarios", metavar="GLOB", help="scenario names to run, comma-separated globs (default *)")
     a("--tasks", metavar="SPEC", help="task indices: all, 3, 0-4 or 0,2,7-9 (default all)")
@@ -81,6 +83,9 @@ def parser() -> argparse.ArgumentParser:
     a("--tool-timeout", type=float, dest="tool_timeout_s", metavar="S",
       help="seconds a tool call may take before its episode ends as a world error (default 30)")
     a("--world-workers", type=int, metavar="N", help="world worker processes (default: one per core, 2 to 8)")
+    a("--unverified", choices=("run", "skip"),
+      help="tasks whose verifier is missing or does not parse: run them unverified (verdict no_verifier, "
+           "default) or skip them (they are left out of the plan)")
     # Model routing: each role's endpoint, model and key variable can be changed without editing awm.toml.
     for role in ("policy", "expert", "judge"):
         a(f"--{role}-base", metavar="URL", help=f"send every {role} call to this OpenAI-compatible base URL")

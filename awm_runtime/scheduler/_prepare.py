@@ -8,6 +8,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+import structlog
+
 from awm_runtime._build import BuildContext, build_expert, build_nudges, build_policy, build_shaper
 from awm_runtime._config import RunConfig
 from awm_runtime._errors import ConfigError
@@ -16,9 +18,11 @@ from awm_runtime._units import Planner, Unit
 from awm_runtime.episode import EpisodeLimits, ExpertBudget, Harness
 from awm_runtime.models import ModelRegistry, apply_routes, load_registry, preflight, shutdown, start_call_procs
 from awm_runtime.models._transport import IN_PROCESS
-from awm_runtime.scheduler._plan import plan_episodes, select_tasks, split
+from awm_runtime.scheduler._plan import order_tasks, plan_episodes, select_tasks, split
 from awm_runtime.verifiers import Judge
 from awm_runtime.worlds import AwmWorld, load_split, load_worlds, trivial_tasks, world_options
+
+log = structlog.get_logger("awm_runtime.scheduler")
 
 
 @dataclass(slots=True)
@@ -75,10 +79,12 @@ async def prepare(config: RunConfig, *, check: bool = True, shard: tuple[int, in
 
 async def _prepare(config: RunConfig, registry: Any, world: AwmWorld, check: bool) -> PreparedRun:
     split = None if config.split == "all" else load_split(world)[config.split]
-    tasks = select_tasks(world.tasks(), scenarios=config.scenarios, task_spec=config.tasks, split=split)
+    tasks = order_tasks(select_tasks(world.tasks(), scenarios=config.scenarios, task_spec=config.tasks,
+                                     split=split), config.seed)
     if not tasks:
         raise ConfigError(f"no tasks match --scenarios {config.scenarios!r} --tasks {config.tasks!r} "
                           f"--split {config.split} in {world.name} ({len(world.tasks())} tasks loaded)")
+    tasks = await _unverified(config, world, tasks)
     if config.verifier == "sql" and not config.judge:
         raise ConfigError("--verifier sql needs --judge ALIAS: the model that classifies each episode")
     if config.exclude_trivial:
@@ -126,6 +132,26 @@ async def _prepare(config: RunConfig, registry: Any, world: AwmWorld, check: boo
         await asyncio.to_thread(litellm)
     secrets = [s for _, cfg in roles if cfg.api_key_env and (s := os.environ.get(cfg.api_key_env, ""))]
     return PreparedRun(config, world, tasks, harnesses, ctx, secrets, planner)
+
+
+async def _unverified(config: RunConfig, world: AwmWorld, tasks: list[Task]) -> list[Task]:
+    """`--unverified skip`: leave out the tasks that cannot be verified (their verifier code is read and parsed
+    now, off the loop). `run` keeps them; a verifier that does not parse is then found when it is first used."""
+    lacking = sum(not t.has_verifier for t in tasks)
+    if config.unverified == "run":
+        if lacking:
+            log.warning("tasks_without_verifier", tasks=lacking, verifier=config.verifier,
+                        note="they run unverified (verdict no_verifier); --unverified skip leaves them out")
+        return tasks
+    problems = await asyncio.to_thread(world.unverified, tasks)
+    if problems:
+        log.warning("tasks_skipped_unverified", tasks=len(problems), verifier=config.verifier,
+                    examples=[f"{s}/{i}: {why}" for (s, i), why in list(problems.items())[:3]])
+    kept = [t for t in tasks if t.key not in problems]
+    if not kept:
+        raise ConfigError(f"--unverified skip: none of the {len(tasks)} selected tasks has a usable "
+                          f"{config.verifier}-mode verifier")
+    return kept
 
 
 def share_limits(registry: ModelRegistry, index: int, count: int) -> ModelRegistry:

@@ -21,7 +21,7 @@ from typing import Any
 
 from awm_runtime.isolation import die_with_parent, encode, protocol_fds, read_frame_fd, write_all
 from awm_runtime.worlds._dbbuild import build_database
-from awm_runtime.worlds._format import Scenario, TableDef
+from awm_runtime.worlds._format import ScenarioSource, TableDef
 from awm_runtime.worlds._host import ScenarioHost
 
 # What generated FastAPI apps import: loaded before the first scenario so imports cost little.
@@ -54,9 +54,8 @@ class Worker:
 
     def build(self, msg: dict[str, Any]) -> dict[str, Any]:
         """Build the template, then import the app against it: import-time DDL lands in every episode."""
-        scenario = Scenario(id=msg["scenario"], title=msg["scenario"],
-                            tables=[TableDef(t[0], t[1], tuple(t[2]), tuple(t[3])) for t in msg["tables"]],
-                            inserts=[(t, s) for t, s in msg["inserts"]])
+        scenario = ScenarioSource(tables=[TableDef(t[0], t[1], tuple(t[2]), tuple(t[3])) for t in msg["tables"]],
+                                  inserts=[(t, s) for t, s in msg["inserts"]])
         try:
             report = build_database(scenario, Path(msg["template"]), foreign_keys=bool(msg.get("foreign_keys")))
         except Exception as exc:

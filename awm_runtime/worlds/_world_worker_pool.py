@@ -164,6 +164,7 @@ class WorldWorkerPool:
         self.workers = [_WorldWorker(i, module) for i in range(n)]
         self._specs: dict[str, LoadSpec] = {}
         self.replaced = 0
+        self.imports = 0  # scenario imports (a build imports too), for the residency figures
 
     def pids(self) -> list[int]:
         return [w.proc.pid for w in self.workers if w.proc is not None and w.alive]
@@ -235,6 +236,8 @@ class WorldWorkerPool:
             w.kill()
             raise WorldError(f"scenario {scenario!r} failed to import: {reply.get('error')}")
         w.loaded.add(scenario)
+        self.imports += 1
+        log.info("scenario_imported", scenario=scenario, worker=w.index, note="a second worker imports it")
 
     async def build(self, scenario: str, payload: dict[str, Any], template: str,
                     foreign_keys: bool) -> dict[str, Any]:
@@ -251,6 +254,7 @@ class WorldWorkerPool:
         if not reply.get("ok"):
             return reply
         self._specs[scenario] = LoadSpec(payload["code"], template, foreign_keys)
+        self.imports += 1
         reply["elapsed_ms"] = (time.perf_counter() - started) * 1000
         return reply
 
@@ -258,6 +262,16 @@ class WorldWorkerPool:
         msg = {"op": "call", "scenario": scenario, "db": db, "tool": tool, "args": arguments}
         return await self._request(scenario, msg, self.options.tool_timeout_s,
                                    f"tool {tool!r} of scenario {scenario!r}")
+
+    def evict(self, scenario: str) -> None:
+        """The world will not call `scenario` again unless it builds it anew: forget it.
+
+        (Issue 18's contract with the pool: after `evict`, no worker is chosen for the scenario by
+        affinity and its code is not kept for re-imports. Python cannot unload a module, so a worker's
+        memory for it is returned when the worker is recycled; a worker per scenario returns it at once.)"""
+        self._specs.pop(scenario, None)
+        for w in self.workers:
+            w.wanted.discard(scenario)
 
     async def aclose(self) -> None:
         await asyncio.gather(*(w.stop() for w in self.workers), return_exceptions=True)
