@@ -26,8 +26,10 @@ log = structlog.get_logger("awm_runtime.worlds")
 
 START_TIMEOUT_S = 60.0
 # A request waits behind this many others on a worker that has its scenario loaded before the
-# pool imports the scenario in a second worker (an import costs ~100x a tool call).
-LOAD_PENALTY = 8
+# pool imports the scenario in a second worker. An import costs ~150 ms of CPU and a tool call ~2 ms
+# (measured, issue 18), so a second import pays for itself only behind a long queue; with 8, a run
+# over the 1K set imported 1.7x per scenario at 32 episodes in flight, and 1.0x with 64.
+LOAD_PENALTY = 64
 _REAPERS: set[asyncio.Task[int]] = set()
 
 
