@@ -15,6 +15,7 @@ from awm_runtime._config import RunConfig
 from awm_runtime._errors import ConfigError
 from awm_runtime.logs import EPISODES, MANIFEST, read_manifest
 from awm_runtime.scheduler._prepare import PreparedRun
+from awm_runtime.worlds._hub import snapshot_commit
 
 
 def _versions() -> dict[str, str]:
@@ -53,7 +54,8 @@ def manifest(config: RunConfig, prep: PreparedRun, run_id: str, shards: int,
     return {
         "run_id": run_id, "resumed": config.resume, "started_at": (previous or {}).get("started_at")
         or session["started_at"], "config": config.model_dump(mode="json"), "versions": _versions(),
-        "seed": config.seed, "argv": sys.argv, "worlds": prep.world.name, "planned_episodes": prep.planned,
+        "seed": config.seed, "argv": sys.argv, "worlds": prep.world.name, "worlds_dir": str(prep.world.dataset.root),
+        "worlds_revision": snapshot_commit(prep.world.dataset.root), "planned_episodes": prep.planned,
         "arms": {n: {"policy": h.policy.ref.model_dump(), "expert": h.expert.ref.model_dump() if h.expert else None}
                  for n, h in prep.harnesses.items()},
         "host": {"cpus": os.cpu_count(), "platform": platform.platform()},

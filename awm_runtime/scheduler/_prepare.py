@@ -84,9 +84,9 @@ async def _prepare(config: RunConfig, registry: Any, world: AwmWorld, check: boo
     if not tasks:
         raise ConfigError(f"no tasks match --scenarios {config.scenarios!r} --tasks {config.tasks!r} "
                           f"--split {config.split} in {world.name} ({len(world.tasks())} tasks loaded)")
-    tasks = await _unverified(config, world, tasks)
     if config.verifier == "sql" and not config.judge:
         raise ConfigError("--verifier sql needs --judge ALIAS: the model that classifies each episode")
+    tasks = await _unverified(config, world, tasks)
     if config.exclude_trivial:
         trivial = await trivial_tasks(world, tasks)
         tasks = [t for t in tasks if t.key not in trivial]

@@ -1,5 +1,6 @@
-"""Test and benchmark helpers: a scriptable OpenAI-compatible server on loopback."""
+"""Test and benchmark helpers: a scriptable OpenAI-compatible server, and a Hugging Face Hub, on loopback."""
 
+from awm_runtime.testing._hub import FakeHub
 from awm_runtime.testing._server import FakeOpenAI, Reply, Responder, sim_responder, storm, teach_builtin
 
-__all__ = ["FakeOpenAI", "Reply", "Responder", "sim_responder", "storm", "teach_builtin"]
+__all__ = ["FakeHub", "FakeOpenAI", "Reply", "Responder", "sim_responder", "storm", "teach_builtin"]

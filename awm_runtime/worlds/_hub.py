@@ -51,9 +51,9 @@ def fetch_awm_1k(spec: str = AWM_1K) -> Path:
 
 
 def snapshot_commit(path: Path) -> str | None:
-    """The commit a cached snapshot directory holds (its name), for the manifest."""
+    """The commit a Hugging Face cache snapshot directory holds (its name), for the manifest; else None."""
     parts = Path(path).parts
-    return parts[-1] if len(parts) >= 2 and parts[-2] == "snapshots" else None
+    return parts[-1] if len(parts) >= 3 and parts[-2] == "snapshots" and parts[-3].startswith("datasets--") else None
 
 
 __all__ = ["AWM_1K", "REPO_ID", "fetch_awm_1k", "is_hub_spec", "snapshot_commit"]

@@ -50,13 +50,22 @@ def _rows(root: Path, file: str, problems: list[LoadProblem]) -> Iterator[tuple[
                 continue
             try:
                 row = orjson.loads(line)
-            except orjson.JSONDecodeError as exc:
-                problems.append(LoadProblem(file, "?", f"not valid JSON ({str(exc).split(':')[0]})", line=lineno))
+            except orjson.JSONDecodeError:
+                problems.append(LoadProblem(file, "?", f"not valid JSON ({_json_error(line)})", line=lineno))
                 continue
             if not isinstance(row, dict):
                 problems.append(LoadProblem(file, "?", "row is not a JSON object", line=lineno))
                 continue
             yield ref, row
+
+
+def _json_error(line: bytes) -> str:
+    """The standard library's words for why a line is not JSON (orjson's are terser)."""
+    try:
+        json.loads(line)
+    except ValueError as exc:
+        return exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
+    return "invalid"
 
 
 class _Loader:

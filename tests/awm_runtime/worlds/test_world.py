@@ -201,3 +201,64 @@ def test_a_world_that_is_only_listed_leaves_nothing_behind(tiny_dir: Path) -> No
     world = load_worlds(tiny_dir)
     assert world.tasks() and world._workdir is None
     world.close()
+
+
+@pytest.fixture
+def three_tiny(tiny_dir: Path, tmp_path: Path) -> Path:
+    """tiny_notes copied as three scenarios (tiny_notes_0000 ...), each built and imported on its own."""
+    from awm_runtime.bench._awm1k_data import write_awm1k_set
+
+    return Path(write_awm1k_set(tiny_dir, tmp_path / "three", 3)["dir"])
+
+
+async def test_idle_scenarios_beyond_the_limit_are_evicted_and_built_again_when_needed(three_tiny: Path) -> None:
+    world = load_worlds(three_tiny, options=WorldOptions(workers=2, keep_idle_scenarios=1))
+    first = [next(t for t in world.tasks() if t.scenario == f"tiny_notes_{i:04d}") for i in range(3)]
+    try:
+        a = await world.open(first[0], episode_id="a")
+        template_a = a.initial_db
+        b = await world.open(first[1], episode_id="b")
+        await a.close()
+        assert template_a.exists() and world.residency()["idle"] == 1  # one idle scenario is kept
+        c = await world.open(first[2], episode_id="c")
+        await b.close()  # now two are idle: the oldest (a's) goes
+        assert not template_a.exists() and world.residency()["evictions"] == 1
+        assert "tiny_notes_0000" not in world.pool._specs  # the pool forgot its code too
+        assert c.initial_db.exists()  # an open episode's scenario is never evicted
+        assert (await c.call_tool(call("list_notes"))).is_error is False
+        again = await world.open(first[0], episode_id="a2")  # built again, from the rows on disk
+        assert again.initial_db.exists() and len(again.tools) == len(c.tools)
+        await again.close()
+        await c.close()
+        assert world.residency()["builds"] == 4 and world.tool_names("tiny_notes_0000") is not None
+    finally:
+        await world.aclose()
+
+
+async def test_a_verifier_that_does_not_parse_runs_unverified_and_is_reported_once(tiny_dir: Path,
+                                                                                 tmp_path: Path) -> None:
+    import json
+    import shutil
+
+    ds = tmp_path / "ds"
+    shutil.copytree(tiny_dir, ds)
+    path = ds / "gen_verifier.pure_code.jsonl"
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    rows[0]["verification"]["code"] = "def verify_task_completion(initial_db_path, final_db_path):\n    return {[}\n"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    world = load_worlds(ds)
+    try:
+        assert world.unverified(list(world.tasks())) == {
+            ("tiny_notes", 0): "verifier code does not parse: closing parenthesis '}' does not match opening "
+                               "parenthesis '[' (line 2)"}
+        for n in range(2):
+            session = await world.open(task_of(world, 0), episode_id=f"bad{n}")
+            verdict = await session.verify("", [])
+            await session.close()
+            assert verdict.result == "no_verifier" and verdict.mode == "none"
+            assert verdict.error is not None and "gen_verifier.pure_code.jsonl: scenario tiny_notes task 0: " \
+                "verifier code does not parse" in verdict.error
+        reported = [p for p in world.problems if p.task_idx == 0]
+        assert len(reported) == 1 and reported[0].file == "gen_verifier.pure_code.jsonl"
+    finally:
+        await world.aclose()
