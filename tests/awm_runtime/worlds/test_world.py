@@ -262,3 +262,32 @@ async def test_a_verifier_that_does_not_parse_runs_unverified_and_is_reported_on
         assert len(reported) == 1 and reported[0].file == "gen_verifier.pure_code.jsonl"
     finally:
         await world.aclose()
+
+
+async def test_an_open_cancelled_while_its_scenario_builds_leaves_no_hold_behind(three_tiny: Path) -> None:
+    """The second open waits for the first one's build and is cancelled there. (Cancelling the open that
+    talks to the worker itself would leave its reply in the pipe: issue 12's request ids fix that.)"""
+    import asyncio
+
+    world = load_worlds(three_tiny, options=WorldOptions(workers=2, keep_idle_scenarios=0))
+    task = world.tasks()[0]
+    try:
+        first = asyncio.create_task(world.open(task, episode_id="first"))
+        for _ in range(500):  # until the build is under way in a worker
+            if world.builds:
+                break
+            await asyncio.sleep(0.01)
+        second = asyncio.create_task(world.open(task, episode_id="second"))
+        await asyncio.sleep(0.05)
+        assert world._holds[task.scenario] == 2 and not second.done()
+        second.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await second
+        session = await first
+        assert world._holds[task.scenario] == 1 and session.tools
+        await session.close()
+        await session.close()  # closing twice releases once
+        assert not world._holds and world.residency()["idle"] == 0 and world.residency()["evictions"] == 1
+        assert not session.initial_db.exists()
+    finally:
+        await world.aclose()
