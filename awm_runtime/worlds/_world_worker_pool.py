@@ -27,8 +27,8 @@ log = structlog.get_logger("awm_runtime.worlds")
 START_TIMEOUT_S = 60.0
 # A request waits behind this many others on a worker that has its scenario loaded before the
 # pool imports the scenario in a second worker. An import costs ~150 ms of CPU and a tool call ~2 ms
-# (measured, issue 18), so a second import pays for itself only behind a long queue; with 8, a run
-# over the 1K set imported 1.7x per scenario at 32 episodes in flight, and 1.0x with 64.
+# (measured, issue 18), so a second import pays for itself only behind a long queue. An oracle run of
+# 100 scenarios at 32 episodes in flight imported 1.8 times per scenario with a penalty of 8, 1.0 with 64.
 LOAD_PENALTY = 64
 _REAPERS: set[asyncio.Task[int]] = set()
 
@@ -239,7 +239,8 @@ class WorldWorkerPool:
             raise WorldError(f"scenario {scenario!r} failed to import: {reply.get('error')}")
         w.loaded.add(scenario)
         self.imports += 1
-        log.info("scenario_imported", scenario=scenario, worker=w.index, note="a second worker imports it")
+        log.info("scenario_imported", scenario=scenario, worker=w.index, note="imported again: another worker, "
+                 "or this one after a restart")
 
     async def build(self, scenario: str, payload: dict[str, Any], template: str,
                     foreign_keys: bool) -> dict[str, Any]:
