@@ -55,7 +55,8 @@ def manifest(config: RunConfig, prep: PreparedRun, run_id: str, shards: int,
     return {
         "run_id": run_id, "resumed": config.resume, "started_at": (previous or {}).get("started_at")
         or session["started_at"], "config": config.model_dump(mode="json"), "versions": _versions(),
-        "seed": config.seed, "argv": sys.argv, "worlds": prep.world.name, "worlds_dir": str(root) if root else None,
+        "seed": config.seed, "argv": sys.argv, "worlds": prep.world.name,
+        "worlds_dir": str(Path(root).resolve()) if root else None,
         "worlds_revision": snapshot_commit(root) if root else None, "planned_episodes": prep.planned,
         "arms": {n: {"policy": h.policy.ref.model_dump(), "expert": h.expert.ref.model_dump() if h.expert else None}
                  for n, h in prep.harnesses.items()},

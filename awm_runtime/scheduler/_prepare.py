@@ -70,6 +70,8 @@ async def prepare(config: RunConfig, *, check: bool = True, shard: tuple[int, in
     gets its part of every endpoint's limits, so the shards together keep to what awm.toml allows."""
     registry = share_limits(apply_routes(load_registry(config.config_path), config.model_dump()), *shard)
     world = load_worlds(config.worlds, solutions=config.solutions, options=world_options(config))
+    if check:  # the parent says it once; its shards stay quiet
+        _say_problems(config, world)
     try:
         return await _prepare(config, registry, world, check)
     except BaseException:
@@ -132,6 +134,17 @@ async def _prepare(config: RunConfig, registry: Any, world: AwmWorld, check: boo
         await asyncio.to_thread(litellm)
     secrets = [s for _, cfg in roles if cfg.api_key_env and (s := os.environ.get(cfg.api_key_env, ""))]
     return PreparedRun(config, world, tasks, harnesses, ctx, secrets, planner)
+
+
+def _say_problems(config: RunConfig, world: AwmWorld) -> None:
+    """One warning before the run for what the dataset lacks; `awm-worlds check` lists it all."""
+    dataset = getattr(world, "dataset", None)
+    if dataset is None or not world.problems:
+        return
+    idle = sum(not sc.runnable for sc in dataset.scenarios.values())
+    log.warning("worlds_problems", problems=len(world.problems), scenarios_that_cannot_run=idle,
+                examples=[str(p) for p in world.problems[:3]],
+                note=f"whatever can run, runs; `awm-worlds check --worlds {config.worlds}` says why the rest cannot")
 
 
 async def _unverified(config: RunConfig, world: AwmWorld, tasks: list[Task]) -> list[Task]:

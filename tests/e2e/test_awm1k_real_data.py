@@ -72,7 +72,9 @@ def test_awm_run_plays_content_platform_1_and_an_unverifiable_task_runs_unverifi
     assert recs[0]["tool_calls"] == 1 and recs[0]["tool_errors"] == 0 and recs[1]["tool_calls"] == 0
     result = next(m for m in recs[0]["messages"] if m["role"] == "tool")
     assert "Kurzgesagt" in result["content"]
-    assert "tasks_without_verifier" in proc.stderr  # said before the run starts
+    assert "tasks_without_verifier" in proc.stderr  # said before the run starts, with what the dataset lacks
+    assert "worlds_problems" in proc.stderr and "scenarios_that_cannot_run=6" in proc.stderr
+    assert "`awm-worlds check --worlds " in proc.stderr
     skipped = awm_run("--worlds", str(SAMPLES), "--tasks", "0-1", "--policy", "sim/oracle", "--expert", "none",
                       "--unverified", "skip", "--out", str(tmp_path / "skip"), "--quiet",
                       env=hf_env(Path("/nonexistent")))
