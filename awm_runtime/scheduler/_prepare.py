@@ -70,8 +70,6 @@ async def prepare(config: RunConfig, *, check: bool = True, shard: tuple[int, in
     gets its part of every endpoint's limits, so the shards together keep to what awm.toml allows."""
     registry = share_limits(apply_routes(load_registry(config.config_path), config.model_dump()), *shard)
     world = load_worlds(config.worlds, solutions=config.solutions, options=world_options(config))
-    if check:  # the parent says it once; its shards stay quiet
-        _say_problems(config, world)
     try:
         return await _prepare(config, registry, world, check)
     except BaseException:
@@ -88,6 +86,8 @@ async def _prepare(config: RunConfig, registry: Any, world: AwmWorld, check: boo
                           f"--split {config.split} in {world.name} ({len(world.tasks())} tasks loaded)")
     if config.verifier == "sql" and not config.judge:
         raise ConfigError("--verifier sql needs --judge ALIAS: the model that classifies each episode")
+    if check:  # after the checks of the input, so an error stands alone; the parent says it, its shards do not
+        _say_problems(config, world)
     tasks = await _unverified(config, world, tasks)
     if config.exclude_trivial:
         trivial = await trivial_tasks(world, tasks)
