@@ -15,6 +15,7 @@ from awm_runtime._config import RunConfig
 from awm_runtime._errors import ConfigError
 from awm_runtime.logs import EPISODES, MANIFEST, read_manifest
 from awm_runtime.scheduler._prepare import PreparedRun
+from awm_runtime.worlds._hub import snapshot_commit
 
 
 def _versions() -> dict[str, str]:
@@ -48,12 +49,15 @@ def out_dir(config: RunConfig) -> tuple[Path, dict[str, Any] | None]:
 
 def manifest(config: RunConfig, prep: PreparedRun, run_id: str, shards: int,
               previous: dict[str, Any] | None) -> dict[str, Any]:
+    root = getattr(getattr(prep.world, "dataset", None), "root", None)  # an AWM dataset's directory, if any
     session = {"started_at": datetime.now(UTC).isoformat(), "argv": sys.argv, "resumed": config.resume,
                "shards": shards, "concurrency": config.concurrency, "pid": os.getpid()}
     return {
         "run_id": run_id, "resumed": config.resume, "started_at": (previous or {}).get("started_at")
         or session["started_at"], "config": config.model_dump(mode="json"), "versions": _versions(),
-        "seed": config.seed, "argv": sys.argv, "worlds": prep.world.name, "planned_episodes": prep.planned,
+        "seed": config.seed, "argv": sys.argv, "worlds": prep.world.name,
+        "worlds_dir": str(Path(root).resolve()) if root else None,
+        "worlds_revision": snapshot_commit(root) if root else None, "planned_episodes": prep.planned,
         "containment": prep.containment.to_dict(),
         "arms": {n: {"policy": h.policy.ref.model_dump(), "expert": h.expert.ref.model_dump() if h.expert else None}
                  for n, h in prep.harnesses.items()},
