@@ -57,6 +57,8 @@ class RunConfig(BaseModel):
     world_workers: int = Field(default=0, ge=0)
     # Dataset code (world full_code, verifiers) runs unconfined: only for machines that cannot confine it.
     unsafe_no_sandbox: bool = False
+    # Tasks whose verifier is missing or does not parse (issue 18): run them unverified, or leave them out.
+    unverified: Literal["run", "skip"] = "run"
     repeats: int = Field(default=1, ge=1)
     concurrency: int = Field(default=32, ge=1)
     max_turns: int = Field(default=20, ge=1)

@@ -33,11 +33,11 @@ def build_llm_expert(alias: str, ctx: BuildContext) -> LLMExpert:
             world = ctx.world
 
             def verifier(task: Task) -> VerifierDef | None:
-                scenario = getattr(world, "scenario", None)  # remote worlds hold no verifier code to distill
-                if scenario is None:
+                dataset = getattr(world, "dataset", None)  # remote worlds hold no verifier code to distill
+                if dataset is None:
                     return None
-                sc = scenario(task.scenario)
-                return sc.code_verifiers.get(task.task_idx) or sc.sql_verifiers.get(task.task_idx)
+                found = dataset.verifier(task.scenario, task.task_idx, "code")
+                return found or dataset.verifier(task.scenario, task.task_idx, "sql")
 
             stores[alias] = CriteriaStore(client, verifier)
         criteria = stores[alias]

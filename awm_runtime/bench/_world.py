@@ -173,7 +173,7 @@ def _report(args: argparse.Namespace, sc: Any, cold_ms: float, resets: list[floa
            "crash_costs_one_episode": crash["errors"] == 1 and crash["others_ok"]}
     load = os.getloadavg()
     table = [
-        ["scenario", f"{len(sc.tasks)} tasks, {args.tools} tools, {len(sc.tables)} tables, {len(sc.inserts)} seeds",
+        ["scenario", f"{len(sc.tasks)} tasks, {args.tools} tools, {sc.table_count} tables, {sc.seed_count} seeds",
          ""],
         ["cold start (workers + build + import)", f"{cold_ms:.0f} ms", ""],
         ["reset p50 / p95", f"{reset['p50']:.3f} / {reset['p95']:.3f} ms", "p50 <= 10 ms"],
@@ -189,7 +189,7 @@ def _report(args: argparse.Namespace, sc: Any, cold_ms: float, resets: list[floa
     ]
     return {
         "suite": "world", "workers": workers, "cpu_count": os.cpu_count(), "load_avg": [round(x, 2) for x in load],
-        "scenario": {"tools": args.tools, "tables": len(sc.tables), "seed_inserts": len(sc.inserts)},
+        "scenario": {"tools": args.tools, "tables": sc.table_count, "seed_inserts": sc.seed_count},
         "cold_start_ms": round(cold_ms, 1), "reset_ms": reset, "tool_call_ms": call, "verify_ms": verify,
         "memory": memory, "crash_isolation": crash, "targets": TARGETS, "met": met, "table": table,
     }

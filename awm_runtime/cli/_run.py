@@ -38,10 +38,11 @@ def parser() -> argparse.ArgumentParser:
     a("--policy", metavar="ALIAS", help="policy model alias or policy plug-in (default sim/novice)")
     a("--expert", metavar="ALIAS|none",
       help="expert model alias, expert plug-in (oracle, static:EXPERT, human[:OPTS]), or none (default sim/oracle)")
-    a("--worlds", metavar="builtin|DIR|URL",
-      help="built-in worlds, a directory in the AgentWorldModel format, or a remote world: openenv+http://HOST:PORT "
-           "(an OpenEnv AWM server), mcp+http://HOST:PORT/PATH or mcp+stdio:'COMMAND' (any MCP server; needs "
-           "--tasks-file)")
+    a("--worlds", metavar="builtin|awm-1k|DIR|URL",
+      help="built-in worlds; awm-1k[@REV], the AgentWorldModel-1K release from the Hugging Face Hub (downloaded "
+           "into its cache on first use); a directory in the AgentWorldModel format; or a remote world: "
+           "openenv+http://HOST:PORT (an OpenEnv AWM server), mcp+http://HOST:PORT/PATH or mcp+stdio:'COMMAND' "
+           "(any MCP server; needs --tasks-file)")
     a("--tasks-file", type=Path, metavar="FILE", help="tasks of an MCP world: JSONL {\"task\": ..., \"id\": ...}")
     a("--solutions", metavar="FILE", type=Path, help="reference solutions (JSON) for oracle experts and sims")
     a("--scenarios", metavar="GLOB", help="scenario names to run, comma-separated globs (default *)")
@@ -90,6 +91,9 @@ def parser() -> argparse.ArgumentParser:
     a("--unsafe-no-sandbox", action="store_true", default=None,
       help="run world and verifier code unconfined, with your files, network and keys in reach: only for "
            "machines that cannot confine it (no Landlock or seccomp) and datasets you trust")
+    a("--unverified", choices=("run", "skip"),
+      help="tasks whose verifier is missing or does not parse: run them unverified (verdict no_verifier, "
+           "default) or skip them (they are left out of the plan)")
     # Model routing: each role's endpoint, model and key variable can be changed without editing awm.toml.
     for role in ("policy", "expert", "judge"):
         a(f"--{role}-base", metavar="URL", help=f"send every {role} call to this OpenAI-compatible base URL")

@@ -63,6 +63,9 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+KEEP_ALL = 1 << 30  # keep_idle_scenarios for a server: never evict
+
+
 async def _build(args: argparse.Namespace) -> Any:
     from awm_runtime.isolation import require
     from awm_runtime.serve import ServeOptions, SessionHub
@@ -72,9 +75,11 @@ async def _build(args: argparse.Namespace) -> Any:
     if not root.is_dir():
         raise ConfigError(f"--worlds {args.worlds}: no such directory")
     containment = require(args.unsafe_no_sandbox)  # before any dataset code can run
+    # A server keeps every scenario it has built (a run evicts idle ones, issue 18): clients come back to any
+    # of them at any time, and --preload would be undone. Its world workers stay bounded by the pool's LRU.
     world = load_local_worlds(args.worlds, options=WorldOptions(
         foreign_keys=args.foreign_keys, workers=args.world_workers, tool_timeout_s=args.tool_timeout,
-        unsafe_no_sandbox=args.unsafe_no_sandbox))
+        unsafe_no_sandbox=args.unsafe_no_sandbox, keep_idle_scenarios=KEEP_ALL))
     if not any(sc.runnable for sc in world.dataset.scenarios.values()):
         raise ConfigError(f"--worlds {args.worlds}: no runnable scenario")
     if args.stdio and world.dataset.scenarios.get(normalize_scenario(args.stdio)) is None:

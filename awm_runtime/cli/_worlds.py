@@ -15,13 +15,15 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="awm-worlds", description="Inspect, check and pack AWM-format worlds.")
     sub = p.add_subparsers(dest="command", required=True)
     ls = sub.add_parser("list", help="scenarios and tasks in a worlds directory")
-    ls.add_argument("--worlds", default="builtin", metavar="builtin|DIR")
+    ls.add_argument("--worlds", default="builtin", metavar="builtin|awm-1k|DIR")
     ls.add_argument("--json", action="store_true")
     ck = sub.add_parser("check", help="build every scenario; run each task's no-op and reference solution",
-                        description="Build every scenario and run, for every task, a no-op episode (does the "
-                                    "untouched DB already pass? then the task is trivial) and the reference "
-                                    "solution, through the real tool path and verifier.")
-    ck.add_argument("--worlds", default="builtin", metavar="builtin|DIR")
+                        description="Say which scenarios can run and why the others cannot; build every one "
+                                    "that can and run, for every task, a no-op episode (does the untouched DB "
+                                    "already pass? then the task is trivial) and the reference solution, through "
+                                    "the real tool path and verifier. Verifier code is parsed (never run) in both "
+                                    "modes, and each task whose code does not parse is reported.")
+    ck.add_argument("--worlds", default="builtin", metavar="builtin|awm-1k|DIR")
     ck.add_argument("--solutions", type=Path, metavar="FILE", help="reference solutions (default: the dataset's)")
     ck.add_argument("--scenarios", default="*", metavar="GLOB", help="scenario names, comma-separated globs")
     ck.add_argument("--tasks", default="all", metavar="SPEC", help="task indices: all, 3, 0-4 or 0,2,7-9")
@@ -44,9 +46,11 @@ def _list(args: argparse.Namespace) -> int:
     from awm_runtime.worlds import load_dataset, resolve_worlds_dir
 
     ds = load_dataset(resolve_worlds_dir(args.worlds))
-    rows = [{"scenario": sc.id, "title": sc.title, "tasks": len(sc.tasks), "tables": len(sc.tables),
-             "seed_statements": len(sc.inserts), "verifiers": len(sc.code_verifiers | sc.sql_verifiers),
-             "solutions": len(sc.solutions), "runnable": sc.runnable} for sc in ds.scenarios.values()]
+    rows: list[dict[str, Any]] = [
+        {"scenario": sc.id, "title": sc.title, "tasks": len(sc.tasks), "tables": sc.table_count,
+         "seed_statements": sc.seed_count, "verifiers": len(sc.verifiers["code"].keys() | sc.verifiers["sql"]),
+         "solutions": len(sc.solutions), "runnable": sc.runnable, "missing": sc.missing}
+        for sc in ds.scenarios.values()]
     if args.json:
         print(json.dumps({"worlds": str(ds.root), "scenarios": rows, "problems": [str(p) for p in ds.problems]},
                          indent=2))
@@ -55,10 +59,11 @@ def _list(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     table = Table(title=f"{ds.root}")
-    for col in ("scenario", "tasks", "tables", "seed stmts", "verifiers", "solutions"):
+    for col in ("scenario", "runs", "tasks", "tables", "seed stmts", "verifiers", "solutions"):
         table.add_column(col)
     for r in rows:
-        table.add_row(str(r["scenario"]), str(r["tasks"]), str(r["tables"]), str(r["seed_statements"]),
+        runs = "yes" if r["runnable"] else "no: lacks " + ", ".join(f.removesuffix(".jsonl") for f in r["missing"])
+        table.add_row(str(r["scenario"]), runs, str(r["tasks"]), str(r["tables"]), str(r["seed_statements"]),
                       str(r["verifiers"]), str(r["solutions"]))
     console = Console()
     console.print(table)
@@ -67,9 +72,12 @@ def _list(args: argparse.Namespace) -> int:
     return 0
 
 
-def _summary(checks: list[Any]) -> dict[str, int]:
+def _summary(checks: list[Any], scenarios: list[dict[str, Any]]) -> dict[str, int]:
     refs = [c for c in checks if c.reference_passes is not None]
-    return {"tasks": len(checks), "loads": sum(c.loads for c in checks),
+    return {"scenarios": len(scenarios), "runnable_scenarios": sum(s["runnable"] for s in scenarios),
+            "loading_scenarios": sum(s["loads"] for s in scenarios),
+            "tasks": len(checks), "loads": sum(c.loads for c in checks),
+            "unverifiable": sum(c.verifier is not None for c in checks),
             "trivial": sum(c.noop_passes is True for c in checks),
             "reference_checked": len(refs), "reference_passes": sum(c.reference_passes is True for c in refs),
             "with_errors": sum(bool(c.errors) for c in checks)}
@@ -79,9 +87,9 @@ async def _run_check(args: argparse.Namespace) -> dict[str, Any]:
     import sys
 
     from awm_runtime.isolation import require
-    from awm_runtime.scheduler._plan import select_tasks
+    from awm_runtime.scheduler._plan import scenario_matches, select_tasks
     from awm_runtime.worlds import WorldOptions, load_local_worlds
-    from awm_runtime.worlds._check import check_tasks, spec_problems
+    from awm_runtime.worlds._check import check_tasks, parse_verifiers, scenario_report, spec_problems
 
     containment = require(args.unsafe_no_sandbox)
     print(f"awm-worlds: containment: {containment.statement}", file=sys.stderr)
@@ -92,15 +100,17 @@ async def _run_check(args: argparse.Namespace) -> dict[str, Any]:
     try:
         if args.verifier == "sql":
             world.judge = await _judge(args)
+        selected = [sid for sid in world.dataset.scenarios if scenario_matches(sid, args.scenarios)]
+        await asyncio.to_thread(parse_verifiers, world, selected)
         tasks = select_tasks(world.tasks(), scenarios=args.scenarios, task_spec=args.tasks)
         checks = await check_tasks(world, tasks, concurrency=max(1, args.concurrency))
         for sid in dict.fromkeys(t.scenario for t in tasks):
             world.problems.extend(await spec_problems(world, sid))
+        scenarios = [scenario_report(world, sid) for sid in selected]
     finally:
         await world.aclose()
     return {"worlds": str(world.dataset.root), "verifier": args.verifier, "containment": containment.statement,
-            "summary": _summary(checks),
-            "tasks": [c.to_dict() for c in checks],
+            "summary": _summary(checks, scenarios), "scenarios": scenarios, "tasks": [c.to_dict() for c in checks],
             "problems": [{"file": p.file, "line": p.line, "scenario": p.scenario, "task_idx": p.task_idx,
                           "message": p.message} for p in world.problems]}
 
@@ -130,16 +140,29 @@ def _check(args: argparse.Namespace) -> int:
     def mark(value: bool | None) -> str:
         return {True: "yes", False: "no", None: "-"}[value]
 
-    table = Table(title=f"awm-worlds check: {report['worlds']} ({report['verifier']} mode)")
+    console = Console()
+    scenarios = Table(title=f"awm-worlds check: {report['worlds']}: which scenarios can run")
+    for col in ("scenario", "runs", "tasks", "tools", "why not / notes"):
+        scenarios.add_column(col)
+    for sc in report["scenarios"]:
+        runs = "yes" if sc["loads"] else "no"
+        why = sc["why_not"] or ("" if sc["description"] else "no gen_scenario row: no description")
+        scenarios.add_row(sc["scenario"], runs, str(sc["tasks"]), "-" if sc["tools"] is None else str(sc["tools"]),
+                          why[:120])
+    console.print(scenarios)
+    table = Table(title=f"tasks of the scenarios that run ({report['verifier']}-mode verifiers)")
     for col in ("scenario", "task", "loads", "trivial", "reference", "errors"):
         table.add_column(col)
     for t in report["tasks"]:
+        note = t["errors"][0] if t["errors"] else (f"unverified: {t['verifier']}" if t["verifier"] else "")
         table.add_row(t["scenario"], str(t["task_idx"]), mark(t["loads"]), mark(t["noop_passes"]),
-                      mark(t["reference_passes"]), (t["errors"][0][:100] if t["errors"] else ""))
-    console = Console()
+                      mark(t["reference_passes"]), note[:100])
     console.print(table)
     s = report["summary"]
-    console.print(f"{s['tasks']} tasks: {s['loads']} load, {s['trivial']} trivial (pass with no actions), "
+    console.print(f"{s['scenarios']} scenarios: {s['loading_scenarios']} run, "
+                  f"{s['scenarios'] - s['loading_scenarios']} cannot (see above); "
+                  f"{s['tasks']} tasks: {s['loads']} load, {s['unverifiable']} cannot be verified, "
+                  f"{s['trivial']} trivial (pass with no actions), "
                   f"{s['reference_passes']}/{s['reference_checked']} reference solutions pass, "
                   f"{s['with_errors']} with errors")
     for problem in report["problems"]:

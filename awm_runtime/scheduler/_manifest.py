@@ -16,6 +16,7 @@ from awm_runtime._errors import ConfigError
 from awm_runtime.logs import EPISODES, MANIFEST, read_manifest
 from awm_runtime.scheduler._prepare import PreparedRun
 from awm_runtime.scheduler._resume import ModelTable, model_table
+from awm_runtime.worlds._hub import snapshot_commit
 
 
 def _versions() -> dict[str, str]:
@@ -59,6 +60,7 @@ def _arm(harness: Any, models: ModelTable) -> dict[str, Any]:
 
 def manifest(config: RunConfig, prep: PreparedRun, run_id: str, shards: int,
               previous: dict[str, Any] | None) -> dict[str, Any]:
+    root = getattr(getattr(prep.world, "dataset", None), "root", None)  # an AWM dataset's directory, if any
     session = {"started_at": datetime.now(UTC).isoformat(), "argv": sys.argv, "resumed": config.resume,
                "shards": shards, "concurrency": config.concurrency, "pid": os.getpid()}
     models = model_table(prep.ctx.clients)  # what `--resume` runs from (scheduler/_resume.py)
@@ -66,7 +68,9 @@ def manifest(config: RunConfig, prep: PreparedRun, run_id: str, shards: int,
         "run_id": run_id, "resumed": config.resume, "started_at": (previous or {}).get("started_at")
         or session["started_at"], "config": config.model_copy(update={"models": models}).model_dump(mode="json"),
         "versions": _versions(), "seed": config.seed, "argv": sys.argv, "worlds": prep.world.name,
-        "planned_episodes": prep.planned, "containment": prep.containment.to_dict(),
+        "worlds_dir": str(Path(root).resolve()) if root else None,
+        "worlds_revision": snapshot_commit(root) if root else None, "planned_episodes": prep.planned,
+        "containment": prep.containment.to_dict(),
         "arms": {n: _arm(h, models) for n, h in prep.harnesses.items()},
         "host": {"cpus": os.cpu_count(), "platform": platform.platform()},
         "sessions": [*(previous or {}).get("sessions", []), session],

@@ -1,8 +1,21 @@
-"""Which episodes a run holds: task selection, arms, repeats and paired seeds."""
+"""Which episodes a run holds, and in what order: task selection, arms, repeats and paired seeds.
+
+The order (what `plan_episodes` yields, and what the episode pool starts first):
+1. **repeat-major**: every selected task runs `r` times before any runs `r + 1` times;
+2. within a repeat, **scenario blocks**: a scenario's tasks are adjacent, so its episodes run
+   together on the world workers that imported it, and it is imported once per pass (then evicted
+   when the run has moved on); the blocks come in a seeded order (`order_tasks`), so any prefix of the
+   run is a uniform sample of scenarios, not the dataset's first ones; odd repeats walk the blocks
+   backwards, so the scenarios still resident at the end of one pass start the next;
+3. within a block, tasks by index; **arms innermost**: the arms of one (task, repeat) are adjacent
+   and share a seed, so a partial or interrupted run stays paired and balanced across arms.
+Resume is a set difference over episode keys, so it does not depend on the order.
+"""
 
 from __future__ import annotations
 
 import fnmatch
+import hashlib
 from collections.abc import Iterator, Sequence
 
 from awm_runtime._config import ArmConfig
@@ -32,11 +45,20 @@ def parse_task_spec(spec: str) -> set[int] | None:
     return out
 
 
+def _patterns(scenarios: str) -> list[str]:
+    return [p.strip() for p in scenarios.split(",") if p.strip()] or ["*"]
+
+
+def scenario_matches(scenario: str, scenarios: str) -> bool:
+    """Whether a scenario id matches `--scenarios` (comma-separated globs)."""
+    return any(fnmatch.fnmatchcase(scenario, p) for p in _patterns(scenarios))
+
+
 def select_tasks(tasks: Sequence[Task], *, scenarios: str = "*", task_spec: str = "all",
                  split: set[tuple[str, int]] | None = None,
                  exclude: set[tuple[str, int]] | None = None) -> list[Task]:
     wanted = parse_task_spec(task_spec)
-    patterns = [p.strip() for p in scenarios.split(",") if p.strip()] or ["*"]
+    patterns = _patterns(scenarios)
     return [
         t for t in tasks
         if any(fnmatch.fnmatchcase(t.scenario, p) for p in patterns)
@@ -46,11 +68,26 @@ def select_tasks(tasks: Sequence[Task], *, scenarios: str = "*", task_spec: str 
     ]
 
 
+def order_tasks(tasks: Sequence[Task], seed: int) -> list[Task]:
+    """`tasks` grouped by scenario (each scenario's by index), the scenarios in an order drawn from `seed`.
+
+    A scenario's place depends only on the seed and its name, so a resumed run, or a run over a subset
+    of the scenarios, keeps the same relative order."""
+    blocks: dict[str, list[Task]] = {}
+    for t in tasks:
+        blocks.setdefault(t.scenario, []).append(t)
+    order = sorted(blocks, key=lambda s: hashlib.blake2b(f"{seed}:{s}".encode(), digest_size=8).digest())
+    return [t for s in order for t in sorted(blocks[s], key=lambda t: t.task_idx)]
+
+
 def plan_episodes(tasks: Sequence[Task], arms: Sequence[ArmConfig], *, repeats: int,
                   seed: int) -> Iterator[EpisodeSpec]:
-    """Repeat-major, then task, then arm: a partial run stays balanced across arms."""
+    """Repeat-major, then `tasks` as given (forwards on even repeats, backwards on odd ones), then arm.
+
+    Give it `order_tasks(...)`: a partial run then stays balanced across arms and repeats, and each
+    scenario's episodes run together (see the module docstring)."""
     for repeat in range(repeats):
-        for task in tasks:
+        for task in (tasks if repeat % 2 == 0 else reversed(tasks)):
             s = episode_seed(seed, task.scenario, task.task_idx, repeat)
             for arm in arms:
                 yield EpisodeSpec(arm=arm.name, scenario=task.scenario, task_idx=task.task_idx,

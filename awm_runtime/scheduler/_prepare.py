@@ -20,7 +20,7 @@ from awm_runtime.isolation import Containment, require
 from awm_runtime.logs import register_secrets
 from awm_runtime.models import ModelRegistry, apply_routes, load_registry, preflight, shutdown, start_call_procs
 from awm_runtime.models._transport import IN_PROCESS
-from awm_runtime.scheduler._plan import plan_episodes, select_tasks, split
+from awm_runtime.scheduler._plan import order_tasks, plan_episodes, select_tasks, split
 from awm_runtime.scheduler._resume import with_stored_models
 from awm_runtime.verifiers import Judge
 from awm_runtime.worlds import AwmWorld, RemoteWorld, RunWorld, load_split, load_worlds, trivial_tasks, world_options
@@ -94,7 +94,8 @@ async def prepare(config: RunConfig, *, check: bool = True, shard: tuple[int, in
 
 async def _prepare(config: RunConfig, registry: Any, world: RunWorld, check: bool) -> PreparedRun:
     split = None if config.split == "all" else load_split(world)[config.split]
-    tasks = select_tasks(world.tasks(), scenarios=config.scenarios, task_spec=config.tasks, split=split)
+    tasks = order_tasks(select_tasks(world.tasks(), scenarios=config.scenarios, task_spec=config.tasks,
+                                     split=split), config.seed)
     if not tasks:
         raise ConfigError(f"no tasks match --scenarios {config.scenarios!r} --tasks {config.tasks!r} "
                           f"--split {config.split} in {world.name} ({len(world.tasks())} tasks loaded)")
@@ -102,6 +103,13 @@ async def _prepare(config: RunConfig, registry: Any, world: RunWorld, check: boo
         raise ConfigError("--verifier sql needs --judge ALIAS: the model that classifies each episode")
     if config.exclude_trivial and not isinstance(world, AwmWorld):
         raise ConfigError(f"--exclude-trivial needs local worlds (builtin or a directory), not {world.name}")
+    if config.unverified == "skip" and not isinstance(world, AwmWorld):
+        raise ConfigError(f"--unverified skip needs local worlds (builtin, awm-1k or a directory): {world.name} "
+                          "holds no verifier code to check")
+    if check:  # after the checks of the input, so an error stands alone; the parent says it, its shards do not
+        _say_problems(config, world)
+    if isinstance(world, AwmWorld):
+        tasks = await _unverified(config, world, tasks)
     if config.exclude_trivial and isinstance(world, AwmWorld):
         trivial = await trivial_tasks(world, tasks)
         tasks = [t for t in tasks if t.key not in trivial]
@@ -175,6 +183,37 @@ def _resumed(config: RunConfig) -> RunConfig:
     except (OSError, ValueError):
         return config
     return check_resume(config, manifest)
+
+
+def _say_problems(config: RunConfig, world: RunWorld) -> None:
+    """One warning before the run for what the dataset lacks; `awm-worlds check` lists it all."""
+    dataset = getattr(world, "dataset", None)
+    if dataset is None or not world.problems:
+        return
+    idle = sum(not sc.runnable for sc in dataset.scenarios.values())
+    log.warning("worlds_problems", problems=len(world.problems), scenarios_that_cannot_run=idle,
+                examples=[str(p) for p in world.problems[:3]],
+                note=f"whatever can run, runs; `awm-worlds check --worlds {config.worlds}` says why the rest cannot")
+
+
+async def _unverified(config: RunConfig, world: AwmWorld, tasks: list[Task]) -> list[Task]:
+    """`--unverified skip`: leave out the tasks that cannot be verified (their verifier code is read and parsed
+    now, off the loop). `run` keeps them; a verifier that does not parse is then found when it is first used."""
+    lacking = sum(not t.has_verifier for t in tasks)
+    if config.unverified == "run":
+        if lacking:
+            log.warning("tasks_without_verifier", tasks=lacking, verifier=config.verifier,
+                        note="they run unverified (verdict no_verifier); --unverified skip leaves them out")
+        return tasks
+    problems = await asyncio.to_thread(world.unverified, tasks)
+    if problems:
+        log.warning("tasks_skipped_unverified", tasks=len(problems), verifier=config.verifier,
+                    examples=[f"{s}/{i}: {why}" for (s, i), why in list(problems.items())[:3]])
+    kept = [t for t in tasks if t.key not in problems]
+    if not kept:
+        raise ConfigError(f"--unverified skip: none of the {len(tasks)} selected tasks has a usable "
+                          f"{config.verifier}-mode verifier")
+    return kept
 
 
 def share_limits(registry: ModelRegistry, index: int, count: int) -> ModelRegistry:

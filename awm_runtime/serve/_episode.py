@@ -104,8 +104,8 @@ class OpenEnvEpisode:
         else:
             self.task = None
         self.has_verifier = None
-        if task_idx is not None and (task_idx in sc.code_verifiers or task_idx in sc.sql_verifiers):
-            self.has_verifier = {"sql": task_idx in sc.sql_verifiers, "code": task_idx in sc.code_verifiers}
+        if isinstance(task_idx, int) and (sc.has_verifier(task_idx, "code") or sc.has_verifier(task_idx, "sql")):
+            self.has_verifier = {"sql": sc.has_verifier(task_idx, "sql"), "code": sc.has_verifier(task_idx, "code")}
         eid = str(episode_id) if episode_id else str(uuid.uuid4())
         spec = Task(scenario=sc.id, task_idx=task_idx if isinstance(task_idx, int) else -1, text=str(self.task or ""))
         try:
@@ -200,7 +200,7 @@ class OpenEnvEpisode:
 
     async def _code(self, answer: str) -> tuple[str, dict[str, Any]]:
         assert self.session is not None and self.scenario is not None and self.task_idx is not None
-        verdict = await self.hub.world.verifier.verify(self.scenario, self.task_idx, self.task or "",
+        verdict = await self.hub.world.verifier.verify(self.scenario.id, self.task_idx, self.task or "",
                                                        self.session.initial_db, self.session.db, answer, [],
                                                        mode="code")
         if verdict.result in ("complete", "others"):
@@ -212,7 +212,7 @@ class OpenEnvEpisode:
     async def _sql(self, answer: str) -> tuple[str, dict[str, Any]]:
         assert self.session is not None and self.scenario is not None and self.task_idx is not None
         verifier = self.hub.world.verifier
-        definition = verifier.definition(self.scenario, self.task_idx, "sql")
+        definition = verifier.definition(self.scenario.id, self.task_idx, "sql")
         assert definition is not None
         evidence = await verifier.evidence(definition, self.session.initial_db, self.session.db, answer)
         value = evidence.value

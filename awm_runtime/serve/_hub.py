@@ -81,10 +81,11 @@ class SessionHub:
         return sc if sc is not None and sc.runnable else None
 
     def listing(self) -> list[dict[str, Any]]:
-        """`__list_scenarios__`: every scenario of the dataset, in its file order."""
+        """`__list_scenarios__`: every runnable scenario of the dataset, in its file order (one that lacks a
+        data file cannot be reset, so it is not offered)."""
         if self._listing is None:
             self._listing = [{"name": sc.id, "description": sc.description, "num_tasks": len(sc.tasks),
-                              "tasks": list(sc.tasks)} for sc in self.world.dataset.scenarios.values()]
+                              "tasks": list(sc.tasks)} for sc in self.world.dataset.scenarios.values() if sc.runnable]
         return self._listing
 
     def stats(self) -> dict[str, Any]:

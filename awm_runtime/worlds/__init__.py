@@ -9,7 +9,9 @@ from awm_runtime._config import RunConfig
 from awm_runtime._errors import ConfigError
 from awm_runtime.verifiers import Judge
 from awm_runtime.worlds._check import TaskCheck, check_tasks, trivial_tasks
-from awm_runtime.worlds._format import Dataset, LoadProblem, Scenario, Solution, iter_solutions, load_dataset
+from awm_runtime.worlds._format import Dataset, LoadProblem, Scenario, ScenarioSource, Solution
+from awm_runtime.worlds._hub import AWM_1K, fetch_awm_1k, is_hub_spec
+from awm_runtime.worlds._load import iter_solutions, load_dataset
 from awm_runtime.worlds._names import normalize_scenario
 from awm_runtime.worlds._pack import make_split, pack_sources
 from awm_runtime.worlds._world import AwmSession, AwmWorld, WorldOptions
@@ -22,8 +24,17 @@ BUILTIN_SOURCES = Path(__file__).parent / "builtin" / "src"
 
 
 def resolve_worlds_dir(spec: str | Path) -> Path:
-    """`builtin` names the worlds shipped in the package; anything else is a directory."""
-    return BUILTIN_DATA if str(spec) == "builtin" else Path(spec).expanduser()
+    """`builtin` names the worlds shipped in the package; `awm-1k[@REV]` the AgentWorldModel-1K release in the
+    Hugging Face cache (downloaded on first use); anything else is a directory."""
+    if str(spec) == "builtin":
+        return BUILTIN_DATA
+    if is_hub_spec(str(spec)):
+        return fetch_awm_1k(str(spec))
+    return Path(spec).expanduser()
+
+
+def worlds_name(spec: str | Path, root: Path) -> str:
+    return str(spec) if str(spec) == "builtin" or is_hub_spec(str(spec)) else root.name
 
 
 def load_worlds(spec: str | Path = "builtin", *, solutions: Path | None = None,
@@ -55,7 +66,7 @@ def load_local_worlds(spec: str | Path = "builtin", *, solutions: Path | None = 
         for sid, idx, sol in iter_solutions(solutions, dataset.problems):
             if sid in dataset.scenarios:
                 dataset.scenarios[sid].solutions[idx] = sol
-    return AwmWorld(dataset, name="builtin" if str(spec) == "builtin" else root.name, options=options, judge=judge)
+    return AwmWorld(dataset, name=worlds_name(spec, root), options=options, judge=judge)
 
 
 def world_options(config: RunConfig) -> WorldOptions:
@@ -76,6 +87,7 @@ def load_split(world: RunWorld) -> dict[str, set[tuple[str, int]]]:
 
 
 __all__ = [
+    "AWM_1K",
     "BUILTIN_DATA",
     "BUILTIN_SOURCES",
     "AwmSession",
@@ -86,6 +98,7 @@ __all__ = [
     "RemoteWorld",
     "RunWorld",
     "Scenario",
+    "ScenarioSource",
     "Solution",
     "TaskCheck",
     "WorldOptions",

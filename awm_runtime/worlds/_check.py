@@ -21,7 +21,7 @@ import structlog
 
 from awm_runtime._errors import WorldError
 from awm_runtime._types import Message, Task, ToolCall, Verdict
-from awm_runtime.worlds._format import CODE_VERIFIERS, REQUIRED_FILES, SPEC_FILE, SQL_VERIFIERS, LoadProblem
+from awm_runtime.worlds._format import CODE_VERIFIERS, RUNNABLE_FILES, SPEC_FILE, SQL_VERIFIERS, LoadProblem
 from awm_runtime.worlds._verify import VerifierMode
 from awm_runtime.worlds._world import AwmWorld
 
@@ -32,7 +32,9 @@ FAILING = ("others", "incomplete", "agent_error")
 
 @dataclass(slots=True)
 class TaskCheck:
-    """One task's check: does it load, does doing nothing pass, does the reference solution pass."""
+    """One task's check: does it load, does doing nothing pass, does the reference solution pass.
+
+    `verifier` says why the task cannot be verified (no row, or code that does not parse), else None."""
 
     scenario: str
     task_idx: int
@@ -40,6 +42,7 @@ class TaskCheck:
     noop_passes: bool | None = None
     reference_passes: bool | None = None
     errors: list[str] = field(default_factory=list)
+    verifier: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -50,6 +53,8 @@ def _passes(verdict: Verdict, what: str, errors: list[str]) -> bool | None:
         return True
     if verdict.result in FAILING:
         return False
+    if verdict.result == "no_verifier":  # TaskCheck.verifier says why
+        return None
     errors.append(f"{what}: {verdict.result}" + (f": {verdict.error}" if verdict.error else ""))
     return None
 
@@ -70,7 +75,7 @@ async def _noop(world: AwmWorld, task: Task, check: TaskCheck, mode: VerifierMod
     session = await world.open(task, episode_id=f"noop-{uuid.uuid4().hex[:8]}")
     check.loads = True
     try:
-        verdict = await world.verifier.verify(world.scenario(task.scenario), task.task_idx, task.text,
+        verdict = await world.verifier.verify(task.scenario, task.task_idx, task.text,
                                               session.initial_db, session.db, "", [], mode=mode)
     finally:
         await session.close()
@@ -99,6 +104,7 @@ async def check_task(world: AwmWorld, task: Task, *, reference: bool = True,
                      mode: VerifierMode | None = None) -> TaskCheck:
     """Check one task; a world failure is recorded in `errors`, never raised."""
     check = TaskCheck(task.scenario, task.task_idx)
+    check.verifier = await asyncio.to_thread(world.verifier.problem, task.scenario, task.task_idx, mode)
     try:
         await _noop(world, task, check, mode)
         if reference:
@@ -122,21 +128,45 @@ async def check_tasks(world: AwmWorld, tasks: Sequence[Task], *, reference: bool
 
 async def spec_problems(world: AwmWorld, scenario_id: str) -> list[LoadProblem]:
     """Operations that gen_spec.jsonl lists but the scenario's app does not define."""
-    sc = world.scenario(scenario_id)
+    tools = world.tool_names(scenario_id)
+    if tools is None:  # never built, or failed to load: nothing to compare
+        return []
     try:
-        tools = {t.name for t in (await world.prepare(scenario_id)).tools}
+        spec = await asyncio.to_thread(world.dataset.spec, scenario_id)
     except WorldError:
         return []
-    listed = [e.get("operation_id") for g in (sc.spec or {}).get("api_groups") or () if isinstance(g, dict)
+    listed = [e.get("operation_id") for g in (spec or {}).get("api_groups") or () if isinstance(g, dict)
               for e in g.get("endpoints") or () if isinstance(e, dict)]
     return [LoadProblem(SPEC_FILE, scenario_id, f"operation {op!r} is in the spec but not in the app")
             for op in listed if isinstance(op, str) and op not in tools]
 
 
+def parse_verifiers(world: AwmWorld, scenario_ids: Sequence[str]) -> None:
+    """Parse (never run) every verifier row of these scenarios, in both modes; each one that cannot run is
+    added to `world.problems`, per task. Reads the rows: call it off the event loop."""
+    for sid in scenario_ids:
+        for mode, rows in world.scenario(sid).verifiers.items():
+            for idx in sorted(rows):
+                world.verifier.usable(sid, idx, "code" if mode == "code" else "sql")
+
+
+def scenario_report(world: AwmWorld, scenario_id: str) -> dict[str, Any]:
+    """What `awm-worlds check` says about one scenario: can it run, and if not, why not."""
+    sc = world.scenario(scenario_id)
+    tools = world.tool_names(scenario_id)
+    if not sc.runnable:
+        why: str | None = "no usable row in " + ", ".join(sc.missing)
+    else:
+        why = world.load_error(scenario_id) or (None if tools is not None else "not built: no task of it was checked")
+    return {"scenario": sc.id, "title": sc.title, "runnable": sc.runnable, "missing": sc.missing,
+            "description": bool(sc.description), "tasks": len(sc.tasks),
+            "tools": None if tools is None else len(tools), "loads": tools is not None, "why_not": why}
+
+
 def fingerprint(world: AwmWorld) -> str:
     """The dataset's content, plus what changes a verdict, as one hash (reads every data file)."""
     digest = hashlib.sha256(f"v{CACHE_VERSION} fk={world.options.foreign_keys}".encode())
-    for name in (*REQUIRED_FILES, CODE_VERIFIERS, SQL_VERIFIERS):
+    for name in (*RUNNABLE_FILES, CODE_VERIFIERS, SQL_VERIFIERS):
         path = world.dataset.root / name
         digest.update(name.encode())
         if path.is_file():
@@ -160,7 +190,7 @@ async def trivial_tasks(world: AwmWorld, tasks: Sequence[Task], *, concurrency: 
     except (OSError, ValueError):
         cached = {}
     todo = [t for t in tasks if f"{t.scenario}/{t.task_idx}" not in cached
-            and t.task_idx in world.scenario(t.scenario).code_verifiers]
+            and world.scenario(t.scenario).has_verifier(t.task_idx, "code")]
     if todo:
         for check in await check_tasks(world, todo, reference=False, concurrency=concurrency, mode="code"):
             cached[f"{check.scenario}/{check.task_idx}"] = check.noop_passes

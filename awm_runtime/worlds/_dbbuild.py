@@ -11,10 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from awm_runtime.worlds._format import Scenario
-
-DB_FILE = "gen_db.jsonl"
-SEED_FILE = "gen_sample.jsonl"
+from awm_runtime.worlds._format import DB_FILE, ScenarioSource
+from awm_runtime.worlds._format import SAMPLE_FILE as SEED_FILE
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,7 +64,7 @@ def _run_seed(conn: sqlite3.Connection, stmt: str, where: tuple[str, str], repor
     report.statements_ok += 1
 
 
-def build_database(scenario: Scenario, path: Path, *, foreign_keys: bool = False) -> BuildReport:
+def build_database(scenario: ScenarioSource, path: Path, *, foreign_keys: bool = False) -> BuildReport:
     """Create `path` from scratch: DDL, indexes, examples, then every seed statement one by one."""
     path = Path(path)
     path.unlink(missing_ok=True)

@@ -1,25 +1,34 @@
-"""Read an AgentWorldModel-format directory into scenarios, tasks and verifiers (BRIEF §1).
+"""The AgentWorldModel-1K on-disk format (BRIEF §1): scenario index entries, row references, lazy readers.
 
-Rows are joined on the normalised scenario name. Bad rows are reported as `LoadProblem`s,
-never fatal: whatever can run, runs.
+A loaded dataset keeps, per scenario, its name, description and task texts, and where each of its
+rows sits in the data files (file, line, byte offset). The large parts (`full_code`, the schema and
+seed rows, the spec, verifier code) are read from disk by offset when they are used, and dropped.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from awm_runtime._errors import ConfigError
+import orjson
+
+from awm_runtime._errors import WorldError
 from awm_runtime.worlds._names import normalize_scenario
 
-REQUIRED_FILES = ("gen_scenario.jsonl", "gen_tasks.jsonl", "gen_db.jsonl", "gen_sample.jsonl", "gen_envs.jsonl")
+SCENARIO_FILE = "gen_scenario.jsonl"
+TASKS_FILE = "gen_tasks.jsonl"
+DB_FILE = "gen_db.jsonl"
+SAMPLE_FILE = "gen_sample.jsonl"
+ENVS_FILE = "gen_envs.jsonl"
 CODE_VERIFIERS = "gen_verifier.pure_code.jsonl"
 SQL_VERIFIERS = "gen_verifier.jsonl"
 SPEC_FILE = "gen_spec.jsonl"
 SOLUTIONS_FILE = "solutions.json"
+# A scenario runs when each of these has a usable row for it (as OpenEnv: no gen_scenario row needed).
+RUNNABLE_FILES = (ENVS_FILE, DB_FILE, SAMPLE_FILE, TASKS_FILE)
+REQUIRED_FILES = RUNNABLE_FILES
+VERIFIER_FILES: dict[str, str] = {"code": CODE_VERIFIERS, "sql": SQL_VERIFIERS}
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +45,16 @@ class LoadProblem:
         where = f"{self.file}" + (f":{self.line}" if self.line else "")
         what = self.scenario + (f" task {self.task_idx}" if self.task_idx is not None else "")
         return f"{where}: {what}: {self.message}"
+
+
+@dataclass(frozen=True, slots=True)
+class RowRef:
+    """Where one row sits: its file, 1-based line, and byte span."""
+
+    file: str
+    line: int
+    offset: int
+    size: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,202 +79,126 @@ class Solution:
 
 
 @dataclass(slots=True)
+class ScenarioSource:
+    """What building and importing a scenario needs. Read when the scenario is built, then dropped."""
+
+    tables: list[TableDef] = field(default_factory=list)
+    inserts: list[tuple[str, str]] = field(default_factory=list)  # (table_name, statement)
+    full_code: str = ""
+
+
+@dataclass(slots=True)
 class Scenario:
-    """Everything needed to build, serve and judge one scenario."""
+    """One scenario of a dataset: what is small enough to keep, and where the rest is."""
 
     id: str  # normalised name
     title: str
     description: str = ""
-    tables: list[TableDef] = field(default_factory=list)
-    inserts: list[tuple[str, str]] = field(default_factory=list)  # (table_name, statement)
-    full_code: str = ""
     tasks: list[str] = field(default_factory=list)
-    code_verifiers: dict[int, VerifierDef] = field(default_factory=dict)
-    sql_verifiers: dict[int, VerifierDef] = field(default_factory=dict)
-    spec: dict[str, Any] | None = None
+    rows: dict[str, RowRef] = field(default_factory=dict)  # data file -> the row used (the first usable)
+    verifiers: dict[str, dict[int, RowRef]] = field(default_factory=lambda: {"code": {}, "sql": {}})
     solutions: dict[int, Solution] = field(default_factory=dict)
+    table_count: int = 0
+    seed_count: int = 0
+
+    @property
+    def missing(self) -> list[str]:
+        """The data files without a usable row for this scenario, among those it needs to run."""
+        return [f for f in RUNNABLE_FILES if f not in self.rows]
 
     @property
     def runnable(self) -> bool:
-        return bool(self.tables and self.full_code and self.tasks)
+        return not self.missing
+
+    def has_verifier(self, task_idx: int, mode: str) -> bool:
+        return task_idx in self.verifiers.get(mode, {})
 
 
-@dataclass(slots=True)
-class Dataset:
-    root: Path
-    scenarios: dict[str, Scenario]
-    problems: list[LoadProblem]
-
-
-def _rows(path: Path, problems: list[LoadProblem]) -> Iterator[tuple[int, dict[str, Any]]]:
-    with path.open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                problems.append(LoadProblem(path.name, "?", f"not valid JSON ({exc.msg})", line=lineno))
-                continue
-            if not isinstance(row, dict):
-                problems.append(LoadProblem(path.name, "?", "row is not a JSON object", line=lineno))
-                continue
-            yield lineno, row
-
-
-def _scenario_of(row: dict[str, Any], key: str) -> str | None:
+def scenario_key(row: dict[str, Any], key: str) -> str | None:
     value = row.get(key)
     return normalize_scenario(value) if isinstance(value, str) and value.strip() else None
 
 
-def load_dataset(root: Path) -> Dataset:
-    """Load an AWM-format directory. Raises ConfigError only if it is not one at all."""
-    root = Path(root)
-    if not root.is_dir():
-        raise ConfigError(f"worlds directory {str(root)!r} does not exist; pass --worlds builtin or a "
-                          "directory holding the AgentWorldModel gen_*.jsonl files")
-    missing = [f for f in REQUIRED_FILES if not (root / f).is_file()]
-    if missing:
-        raise ConfigError(f"{root} is not an AWM-format directory: missing {', '.join(missing)}")
-    problems: list[LoadProblem] = []
-    scenarios: dict[str, Scenario] = {}
-
-    for lineno, row in _rows(root / "gen_scenario.jsonl", problems):
-        sid = _scenario_of(row, "name")
-        if sid is None:
-            problems.append(LoadProblem("gen_scenario.jsonl", "?", "row has no 'name'", line=lineno))
+def table_defs(row: dict[str, Any]) -> tuple[list[TableDef], list[str]]:
+    """gen_db's `db_schema.tables` as TableDefs, and a complaint for each entry that is not one."""
+    tables = (row.get("db_schema") or {}).get("tables") if isinstance(row.get("db_schema"), dict) else None
+    if not isinstance(tables, list):
+        return [], ["db_schema.tables missing"]
+    out, bad = [], []
+    for t in tables:
+        if not isinstance(t, dict) or not isinstance(t.get("ddl"), str):
+            bad.append(f"table entry without ddl: {str(t)[:80]}")
             continue
-        if sid in scenarios:
-            problems.append(LoadProblem("gen_scenario.jsonl", sid, "duplicate scenario; first kept", line=lineno))
+        out.append(TableDef(name=str(t.get("name", "")), ddl=t["ddl"],
+                            indexes=tuple(i for i in t.get("indexes") or () if isinstance(i, str)),
+                            examples=tuple(e for e in t.get("examples") or () if isinstance(e, str))))
+    return out, bad
+
+
+def seed_statements(row: dict[str, Any]) -> list[tuple[str, str]] | None:
+    """gen_sample's `sample_data.tables[].insert_statements` as (table, statement); None if malformed."""
+    data = row.get("sample_data")
+    tables = data.get("tables") if isinstance(data, dict) else None
+    if not isinstance(tables, list):
+        return None
+    out = []
+    for t in tables:
+        if not isinstance(t, dict):
             continue
-        scenarios[sid] = Scenario(id=sid, title=row["name"], description=str(row.get("description", "")))
-
-    def owner(file: str, lineno: int, row: dict[str, Any]) -> Scenario | None:
-        sid = _scenario_of(row, "scenario")
-        if sid is None:
-            problems.append(LoadProblem(file, "?", "row has no 'scenario'", line=lineno))
-            return None
-        if sid not in scenarios:
-            problems.append(LoadProblem(file, sid, "scenario not in gen_scenario.jsonl", line=lineno))
-            return None
-        return scenarios[sid]
-
-    _read_tasks(root, problems, owner)
-    _read_db(root, problems, owner)
-    _read_samples(root, problems, owner)
-    _read_envs(root, problems, owner)
-    for file, mode in ((CODE_VERIFIERS, "code"), (SQL_VERIFIERS, "sql")):
-        if (root / file).is_file():
-            _read_verifiers(root / file, mode, problems, owner)
-    if (root / SPEC_FILE).is_file():
-        for lineno, row in _rows(root / SPEC_FILE, problems):
-            if (sc := owner(SPEC_FILE, lineno, row)) is not None and sc.spec is None:
-                sc.spec = row.get("api_spec") if isinstance(row.get("api_spec"), dict) else None
-    if (root / SOLUTIONS_FILE).is_file():
-        _read_solutions(root / SOLUTIONS_FILE, scenarios, problems)
-
-    for sc in scenarios.values():
-        for what, ok in (("gen_tasks", sc.tasks), ("gen_db", sc.tables), ("gen_envs", sc.full_code)):
-            if not ok:
-                problems.append(LoadProblem(f"{what}.jsonl", sc.id, "no usable row; scenario cannot run"))
-        for idx in range(len(sc.tasks)):
-            if idx not in sc.code_verifiers and idx not in sc.sql_verifiers:
-                problems.append(LoadProblem(CODE_VERIFIERS, sc.id, "no verifier for this task", task_idx=idx))
-    return Dataset(root=root, scenarios=scenarios, problems=problems)
+        name = str(t.get("table_name", ""))
+        out += [(name, s) for s in t.get("insert_statements") or () if isinstance(s, str)]
+    return out
 
 
-def _read_tasks(root: Path, problems: list[LoadProblem], owner: Any) -> None:
-    file = "gen_tasks.jsonl"
-    for lineno, row in _rows(root / file, problems):
-        if (sc := owner(file, lineno, row)) is None:
-            continue
-        tasks = row.get("tasks")
-        if not isinstance(tasks, list) or not all(isinstance(t, str) for t in tasks):
-            problems.append(LoadProblem(file, sc.id, "'tasks' is not a list of strings", line=lineno))
-        elif sc.tasks:
-            problems.append(LoadProblem(file, sc.id, "duplicate tasks row; first kept", line=lineno))
-        else:
-            sc.tasks = list(tasks)
+def verifier_def(row: dict[str, Any], mode: str) -> VerifierDef | None:
+    ver = row.get("verification")
+    code = ver.get("code") if isinstance(ver, dict) else None
+    if not isinstance(code, str):
+        return None
+    assert isinstance(ver, dict)
+    return VerifierDef(mode=mode, code=code, raw_response=str(ver.get("raw_response") or ""))
 
 
-def _read_db(root: Path, problems: list[LoadProblem], owner: Any) -> None:
-    file = "gen_db.jsonl"
-    for lineno, row in _rows(root / file, problems):
-        if (sc := owner(file, lineno, row)) is None or sc.tables:
-            continue
-        tables = (row.get("db_schema") or {}).get("tables")
-        if not isinstance(tables, list):
-            problems.append(LoadProblem(file, sc.id, "db_schema.tables missing", line=lineno))
-            continue
-        for t in tables:
-            if not isinstance(t, dict) or not isinstance(t.get("ddl"), str):
-                problems.append(LoadProblem(file, sc.id, f"table entry without ddl: {str(t)[:80]}", line=lineno))
-                continue
-            sc.tables.append(TableDef(
-                name=str(t.get("name", "")),
-                ddl=t["ddl"],
-                indexes=tuple(i for i in t.get("indexes") or () if isinstance(i, str)),
-                examples=tuple(e for e in t.get("examples") or () if isinstance(e, str)),
-            ))
+@dataclass(slots=True)
+class Dataset:
+    """A loaded dataset: the scenario index, the problems found while loading, and lazy row readers."""
 
+    root: Path
+    scenarios: dict[str, Scenario]
+    problems: list[LoadProblem]
 
-def _read_samples(root: Path, problems: list[LoadProblem], owner: Any) -> None:
-    file = "gen_sample.jsonl"
-    for lineno, row in _rows(root / file, problems):
-        if (sc := owner(file, lineno, row)) is None or sc.inserts:
-            continue
-        for t in (row.get("sample_data") or {}).get("tables") or ():
-            name = str(t.get("table_name", "")) if isinstance(t, dict) else ""
-            for stmt in (t.get("insert_statements") or ()) if isinstance(t, dict) else ():
-                if isinstance(stmt, str):
-                    sc.inserts.append((name, stmt))
-
-
-def _read_envs(root: Path, problems: list[LoadProblem], owner: Any) -> None:
-    file = "gen_envs.jsonl"
-    for lineno, row in _rows(root / file, problems):
-        if (sc := owner(file, lineno, row)) is None or sc.full_code:
-            continue
-        code = row.get("full_code")
-        if not isinstance(code, str) or not code.strip():
-            problems.append(LoadProblem(file, sc.id, "'full_code' missing or empty", line=lineno))
-        else:
-            sc.full_code = code
-
-
-def _read_verifiers(path: Path, mode: str, problems: list[LoadProblem], owner: Any) -> None:
-    for lineno, row in _rows(path, problems):
-        if (sc := owner(path.name, lineno, row)) is None:
-            continue
-        idx = row.get("task_idx")
-        ver = row.get("verification") or {}
-        code = ver.get("code") if isinstance(ver, dict) else None
-        if not isinstance(idx, int) or not isinstance(code, str):
-            problems.append(LoadProblem(path.name, sc.id, "row lacks task_idx or verification.code", line=lineno))
-            continue
-        target = sc.code_verifiers if mode == "code" else sc.sql_verifiers
-        # The released files hold duplicate rows; the first one wins.
-        target.setdefault(idx, VerifierDef(mode=mode, code=code, raw_response=str(ver.get("raw_response") or "")))
-
-
-def _read_solutions(path: Path, scenarios: dict[str, Scenario], problems: list[LoadProblem]) -> None:
-    for sid, idx, solution in iter_solutions(path, problems):
-        if sid in scenarios:
-            scenarios[sid].solutions.setdefault(idx, solution)
-
-
-def iter_solutions(path: Path, problems: list[LoadProblem]) -> Iterator[tuple[str, int, Solution]]:
-    """Read a solutions file (BRIEF §5): a JSON list of {scenario, task_idx, steps, final_answer}."""
-    try:
-        rows = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        raise ConfigError(f"cannot read solutions file {path}: {exc}") from exc
-    if not isinstance(rows, list):
-        raise ConfigError(f"solutions file {path} must hold a JSON list of objects")
-    for n, row in enumerate(rows):
+    def row(self, scenario_id: str, ref: RowRef) -> dict[str, Any]:
+        """Read one row back by its offset; the file must not have changed since it was loaded."""
+        why = ""
         try:
-            steps = tuple((str(s["tool"]), dict(s.get("arguments") or {})) for s in row["steps"])
-            yield normalize_scenario(row["scenario"]), int(row["task_idx"]), Solution(
-                steps=steps, final_answer=str(row.get("final_answer") or ""))
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            problems.append(LoadProblem(Path(path).name, str(row)[:40], f"entry {n} is malformed ({exc!r})"))
+            with (self.root / ref.file).open("rb") as fh:
+                fh.seek(ref.offset)
+                row = orjson.loads(fh.read(ref.size))
+        except (OSError, orjson.JSONDecodeError) as exc:
+            row, why = None, f" ({exc})"
+        key = "name" if ref.file == SCENARIO_FILE else "scenario"
+        if not isinstance(row, dict) or scenario_key(row, key) != scenario_id:
+            raise WorldError(f"{ref.file}:{ref.line}: the row of scenario {scenario_id!r} changed on disk since the "
+                             f"dataset was loaded{why}; load it again")
+        return row
+
+    def source(self, scenario_id: str) -> ScenarioSource:
+        """The scenario's schema, seed statements and code, read from its rows now."""
+        sc = self.scenarios[scenario_id]
+        if not sc.runnable:
+            raise WorldError(f"scenario {scenario_id!r} cannot run: no usable row in {', '.join(sc.missing)}")
+        tables, _ = table_defs(self.row(scenario_id, sc.rows[DB_FILE]))
+        inserts = seed_statements(self.row(scenario_id, sc.rows[SAMPLE_FILE])) or []
+        code = self.row(scenario_id, sc.rows[ENVS_FILE]).get("full_code")
+        return ScenarioSource(tables=tables, inserts=inserts, full_code=code if isinstance(code, str) else "")
+
+    def spec(self, scenario_id: str) -> dict[str, Any] | None:
+        """The scenario's gen_spec `api_spec`, or None."""
+        ref = self.scenarios[scenario_id].rows.get(SPEC_FILE)
+        spec = self.row(scenario_id, ref).get("api_spec") if ref is not None else None
+        return spec if isinstance(spec, dict) else None
+
+    def verifier(self, scenario_id: str, task_idx: int, mode: str) -> VerifierDef | None:
+        """A task's verifier in `mode` (code | sql), read from its row now; None if it has none."""
+        ref = self.scenarios[scenario_id].verifiers.get(mode, {}).get(task_idx)
+        return None if ref is None else verifier_def(self.row(scenario_id, ref), mode)

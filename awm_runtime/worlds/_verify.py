@@ -5,23 +5,46 @@ The DB files are read-only while the verifier runs. Whose fault a failure is dec
 - the verify function raised at run time on the final DB (a dropped table, a NULL where it expected
   text): `verifier_raised`, the agent's incomplete;
 - the verifier's code does not load or returns nonsense: `judge_error` (the dataset's; infrastructure);
-- the sandbox could not run it (timeout, limits, killed, server died): `verifier_error` (infrastructure).
+- the sandbox could not run it (timeout, limits, killed, server died): `verifier_error` (infrastructure);
+- the task has no verifier row, or its code does not even parse (a data problem, found before it runs
+  and reported once): `no_verifier`, the episode ran unverified (it leaves the statistics too).
 """
 
 from __future__ import annotations
 
+import ast
 import contextlib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
+import structlog
+
 from awm_runtime._types import Message, Verdict, VerdictResult
 from awm_runtime.verifiers import Judge, Sandbox, SandboxResult, find_function_name, parse_criteria
-from awm_runtime.worlds._format import CODE_VERIFIERS, SQL_VERIFIERS, Scenario, VerifierDef
+from awm_runtime.worlds._format import VERIFIER_FILES, Dataset, LoadProblem, VerifierDef
 
+log = structlog.get_logger("awm_runtime.worlds")
 VerifierMode = Literal["code", "sql"]
 DEFAULT_FUNCTION = {"code": "verify_task_completion", "sql": "verify_task"}
-FILES = {"code": CODE_VERIFIERS, "sql": SQL_VERIFIERS}
+FILES = VERIFIER_FILES
+NO_ROW = "no verifier row"
+
+
+def code_problem(verifier: VerifierDef) -> str | None:
+    """Why `verifier`'s code cannot run at all (it does not parse, or lacks its function); None if it can.
+
+    Parsing never executes the code, so this runs in the runtime; cost: ~0.1 ms per KB of code."""
+    function = find_function_name(verifier.code, DEFAULT_FUNCTION[verifier.mode])
+    try:
+        tree = ast.parse(verifier.code)
+    except SyntaxError as exc:
+        return f"verifier code does not parse: {exc.msg} (line {exc.lineno})"
+    except (ValueError, RecursionError, MemoryError) as exc:  # NUL bytes, absurd nesting
+        return f"verifier code does not parse: {type(exc).__name__}: {str(exc)[:200]}"
+    if not any(isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef) and n.name == function for n in tree.body):
+        return f"verifier code defines no function {function!r}"
+    return None
 
 
 _FAILED: dict[str, VerdictResult] = {"raised": "verifier_raised", "verifier": "judge_error",
@@ -58,18 +81,46 @@ def read_only(path: Path) -> Any:
 
 
 class Verifier:
-    """Runs a task's verifier in the sandbox and turns what it returns into a Verdict."""
+    """Runs a task's verifier in the sandbox and turns what it returns into a Verdict.
 
-    def __init__(self, sandbox: Sandbox, *, mode: VerifierMode = "code", timeout_s: float = 20.0,
-                 judge: Judge | None = None) -> None:
+    Verifier code is read from the dataset when a task is verified (never kept), and checked
+    once per task and mode; an unusable one is added to `problems` the first time it is seen."""
+
+    def __init__(self, sandbox: Sandbox, dataset: Dataset, *, mode: VerifierMode = "code", timeout_s: float = 20.0,
+                 judge: Judge | None = None, problems: list[LoadProblem] | None = None) -> None:
         self.sandbox = sandbox
+        self.dataset = dataset
         self.mode: VerifierMode = mode
         self.timeout_s = timeout_s
         self.judge = judge
+        self.problems = problems if problems is not None else []
+        self._unusable: dict[tuple[str, int, str], str | None] = {}
 
-    def definition(self, scenario: Scenario, task_idx: int, mode: VerifierMode | None = None) -> VerifierDef | None:
-        table = scenario.code_verifiers if (mode or self.mode) == "code" else scenario.sql_verifiers
-        return table.get(task_idx)
+    def definition(self, scenario_id: str, task_idx: int, mode: VerifierMode | None = None) -> VerifierDef | None:
+        """The task's verifier in `mode`, read from its row now (None: it has none)."""
+        return self.dataset.verifier(scenario_id, task_idx, mode or self.mode)
+
+    def usable(self, scenario_id: str, task_idx: int,
+               mode: VerifierMode | None = None) -> tuple[VerifierDef | None, str | None]:
+        """(the verifier, None), or (None, why the task cannot be verified in `mode`)."""
+        mode = mode or self.mode
+        key = (scenario_id, task_idx, mode)
+        if self._unusable.get(key) is not None:
+            return None, self._unusable[key]
+        verifier = self.definition(scenario_id, task_idx, mode)
+        if key not in self._unusable:
+            why = NO_ROW if verifier is None else code_problem(verifier)
+            self._unusable[key] = why
+            if why is not None and verifier is not None:
+                self.problems.append(LoadProblem(FILES[mode], scenario_id, why, task_idx=task_idx))
+                log.warning("verifier_unusable", file=FILES[mode], scenario=scenario_id, task_idx=task_idx,
+                            problem=why)
+        why = self._unusable[key]
+        return (None, why) if why is not None else (verifier, None)
+
+    def problem(self, scenario_id: str, task_idx: int, mode: VerifierMode | None = None) -> str | None:
+        """Why the task cannot be verified in `mode` (no row, or code that does not parse); None if it can."""
+        return self.usable(scenario_id, task_idx, mode)[1]
 
     async def evidence(self, verifier: VerifierDef, initial_db: Path, final_db: Path,
                        final_answer: str) -> SandboxResult:
@@ -80,13 +131,13 @@ class Verifier:
             return await self.sandbox.run(verifier.code, function, kwargs, timeout_s=self.timeout_s,
                                           readable=(str(initial_db), str(final_db)))
 
-    async def verify(self, scenario: Scenario, task_idx: int, task_text: str, initial_db: Path, final_db: Path,
+    async def verify(self, scenario_id: str, task_idx: int, task_text: str, initial_db: Path, final_db: Path,
                      final_answer: str, messages: Sequence[Message], *, mode: VerifierMode | None = None) -> Verdict:
         mode = mode or self.mode
-        verifier = self.definition(scenario, task_idx, mode)
+        where = f"{FILES[mode]}: scenario {scenario_id} task {task_idx}: "
+        verifier, why = self.usable(scenario_id, task_idx, mode)
         if verifier is None:
-            return Verdict(result="no_verifier", mode="none")
-        where = f"{FILES[mode]}: scenario {scenario.id} task {task_idx}: "
+            return Verdict(result="no_verifier", mode="none", error=None if why == NO_ROW else f"{where}{why}")
         result = await self.evidence(verifier, initial_db, final_db, final_answer)
         if mode == "code":
             return code_verdict(result, where)

@@ -6,6 +6,11 @@ directory, `<workdir>/<scenario>/` with `initial.db` and `episodes/`, and its wo
 nothing else. Opening an episode is a file clone of the template (tens of microseconds on tmpfs);
 closing it deletes the file. Verification goes through the `Verifier` (confined, read-only DBs),
 never through a tool.
+
+Residency: a scenario is *held* while an episode of it is open (or it is being built). When the
+last hold ends it becomes idle; beyond `keep_idle_scenarios` idle ones, the oldest is evicted: its
+directory and tool list are dropped and its world workers are stopped, so the memory of a run over
+the whole dataset stays flat when the plan runs each scenario's episodes together.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ import os
 import shutil
 import tempfile
 import time
+from collections import Counter, OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,6 +58,7 @@ class WorldOptions:
     world_memory_mb: int = 1024  # each world worker's address space
     validate_arguments: bool = True  # as mcp's server does before a fastapi-mcp tool runs
     unsafe_no_sandbox: bool = False  # run dataset code unconfined (rlimits only): --unsafe-no-sandbox
+    keep_idle_scenarios: int = 8  # built scenarios kept ready after their last episode; older ones are evicted
 
 
 @dataclass(slots=True)
@@ -132,15 +139,21 @@ class AwmWorld:
                                                 memory_mb=o.world_memory_mb, validate_arguments=o.validate_arguments,
                                                 unsafe=o.unsafe_no_sandbox))
         self.sandbox = Sandbox(memory_mb=o.verifier_memory_mb, unsafe=o.unsafe_no_sandbox)
-        self.verifier = Verifier(self.sandbox, mode=o.verifier, timeout_s=o.verifier_timeout_s, judge=judge)
         self.problems: list[LoadProblem] = list(dataset.problems)
+        self.verifier = Verifier(self.sandbox, dataset, mode=o.verifier, timeout_s=o.verifier_timeout_s, judge=judge,
+                                 problems=self.problems)
         self._prepared: dict[str, _Prepared | _Failed] = {}
         self._build_reports: dict[str, BuildReport] = {}
         self._locks: dict[str, asyncio.Lock] = {}
+        self._holds: Counter[str] = Counter()  # scenario -> open episodes and builds in progress
+        self._idle: OrderedDict[str, None] = OrderedDict()  # built scenarios with no hold, oldest first
+        self._tool_names: dict[str, tuple[str, ...]] = {}  # kept after eviction: a few hundred bytes each
+        self.builds = 0
+        self.evictions = 0
         self._ids = itertools.count()
         self._tasks = [
             Task(scenario=sc.id, task_idx=i, text=text, scenario_title=sc.title,
-                 has_verifier=i in (sc.code_verifiers if o.verifier == "code" else sc.sql_verifiers))
+                 has_verifier=sc.has_verifier(i, o.verifier))
             for sc in dataset.scenarios.values() if sc.runnable for i, text in enumerate(sc.tasks)
         ]
 
@@ -177,8 +190,25 @@ class AwmWorld:
     def build_report(self, scenario_id: str) -> BuildReport | None:
         return self._build_reports.get(scenario_id)
 
+    def tool_names(self, scenario_id: str) -> tuple[str, ...] | None:
+        """The tools of a scenario that was built at least once (even if evicted since); else None."""
+        return self._tool_names.get(scenario_id)
+
+    def load_error(self, scenario_id: str) -> str | None:
+        """Why a scenario failed to build or import, if it did."""
+        state = self._prepared.get(scenario_id)
+        return state.error if isinstance(state, _Failed) else None
+
     async def prepare(self, scenario_id: str) -> _Prepared:
-        """Build the scenario's template and import its app (once); raise WorldError if it cannot load."""
+        """Build the scenario's template and import its app (once while it stays resident); raise WorldError
+        if it cannot load."""
+        self._hold(scenario_id)
+        try:
+            return await self._prepare(scenario_id)
+        finally:
+            self._unhold(scenario_id)
+
+    async def _prepare(self, scenario_id: str) -> _Prepared:
         state = self._prepared.get(scenario_id)
         if state is None:
             async with self._locks.setdefault(scenario_id, asyncio.Lock()):
@@ -189,13 +219,46 @@ class AwmWorld:
             raise WorldError(state.error)
         return state
 
+    def _hold(self, scenario_id: str) -> None:
+        self._holds[scenario_id] += 1
+        self._idle.pop(scenario_id, None)
+
+    def _unhold(self, scenario_id: str) -> None:
+        self._holds[scenario_id] -= 1
+        if self._holds[scenario_id] > 0:
+            return
+        del self._holds[scenario_id]
+        if isinstance(self._prepared.get(scenario_id), _Prepared):
+            self._idle[scenario_id] = None
+            while len(self._idle) > max(0, self.options.keep_idle_scenarios):
+                self.evict(next(iter(self._idle)))
+
+    def evict(self, scenario_id: str) -> None:
+        """Drop a built scenario that no episode holds: its directory, its tools, and its world workers. The
+        next episode of it builds it again, in a directory made anew. A scenario that failed to load stays failed."""
+        if self._holds.get(scenario_id) or not isinstance(self._prepared.get(scenario_id), _Prepared):
+            return
+        state = self._prepared.pop(scenario_id)
+        assert isinstance(state, _Prepared)
+        self._idle.pop(scenario_id, None)
+        self._locks.pop(scenario_id, None)
+        self.pool.evict(scenario_id)  # its workers are stopped: a process is how a module's memory goes
+        shutil.rmtree(state.template.parent, ignore_errors=True)  # initial.db and the (empty) episodes/
+        self.evictions += 1
+        log.debug("scenario_evicted", scenario=scenario_id)
+
     async def _build(self, scenario_id: str) -> _Prepared | _Failed:
-        sc = self.dataset.scenarios[scenario_id]
+        self.builds += 1
         directory = self.workdir / scenario_id  # all its workers may reach: initial.db and episodes/
         (directory / EPISODES).mkdir(parents=True, exist_ok=True)
         template = directory / "initial.db"
-        payload = {"code": sc.full_code, "inserts": [list(i) for i in sc.inserts],
-                   "tables": [[t.name, t.ddl, list(t.indexes), list(t.examples)] for t in sc.tables]}
+        try:
+            source = await asyncio.to_thread(self.dataset.source, scenario_id)
+        except WorldError as exc:
+            return self._fail(scenario_id, str(exc))
+        payload = {"code": source.full_code, "inserts": [list(i) for i in source.inserts],
+                   "tables": [[t.name, t.ddl, list(t.indexes), list(t.examples)] for t in source.tables]}
+        del source
         try:
             reply = await self.pool.build(scenario_id, payload, str(template), self.options.foreign_keys)
         except WorldError as exc:
@@ -209,6 +272,7 @@ class AwmWorld:
         template.chmod(0o444)  # the initial state is shared by every episode: never written
         tools = [ToolSpec(name=t["name"], description=t["description"], input_schema=t["input_schema"])
                  for t in reply["tools"]]
+        self._tool_names[scenario_id] = tuple(t.name for t in tools)
         log.info("scenario_loaded", scenario=scenario_id, tools=len(tools), elapsed_ms=round(reply["elapsed_ms"], 1))
         return _Prepared(template, tools, template.stat().st_size)
 
@@ -218,6 +282,8 @@ class AwmWorld:
         return _Failed(error)
 
     def _record_build(self, scenario_id: str, report: BuildReport) -> None:
+        if scenario_id in self._build_reports:  # built again after an eviction: reported the first time
+            return
         self._build_reports[scenario_id] = report
         for f in report.failures:
             self.problems.append(LoadProblem(f.file, scenario_id, f"table {f.table}: {f.error}: {f.statement}"))
@@ -225,13 +291,32 @@ class AwmWorld:
                         statement=f.statement, error=f.error)
 
     async def open(self, task: Task, *, episode_id: str) -> AwmSession:
-        prepared = await self.prepare(task.scenario)
-        db = prepared.template.parent / EPISODES / f"ep-{episode_id}-{next(self._ids)}.db"
-        if prepared.size <= INLINE_CLONE_BYTES:
-            clone_file(prepared.template, db, prepared.size)
-        else:
-            await asyncio.to_thread(clone_file, prepared.template, db, prepared.size)
+        """A fresh episode of `task`: a private copy of its scenario's template. The session holds the
+        scenario (it is not evicted) until it is closed."""
+        self._hold(task.scenario)
+        try:
+            prepared = await self._prepare(task.scenario)
+            db = prepared.template.parent / EPISODES / f"ep-{episode_id}-{next(self._ids)}.db"
+            if prepared.size <= INLINE_CLONE_BYTES:
+                clone_file(prepared.template, db, prepared.size)
+            else:
+                await asyncio.to_thread(clone_file, prepared.template, db, prepared.size)
+        except BaseException:
+            self._unhold(task.scenario)
+            raise
         return AwmSession(self, task, prepared, db)
+
+    def unverified(self, tasks: Sequence[Task]) -> dict[tuple[str, int], str]:
+        """Which of `tasks` cannot be verified in the world's verifier mode, and why. Reads and parses their
+        verifier code (about 0.2 ms a task): call it off the event loop."""
+        return {t.key: why for t in tasks if (why := self.verifier.problem(t.scenario, t.task_idx)) is not None}
+
+    def residency(self) -> dict[str, int]:
+        """Scenario builds, imports (builds included) and evictions so far, how many are built now, and how
+        many world workers (one scenario each) have been started."""
+        return {"builds": self.builds, "imports": self.pool.imports, "evictions": self.evictions,
+                "resident": sum(isinstance(s, _Prepared) for s in self._prepared.values()),
+                "idle": len(self._idle), "workers_started": self.pool.started}
 
     async def aclose(self) -> None:
         await asyncio.gather(self.pool.aclose(), self.sandbox.aclose(), return_exceptions=True)
@@ -281,12 +366,14 @@ class AwmSession:
                           elapsed_ms=(time.perf_counter() - started) * 1000)
 
     async def verify(self, final_answer: str, messages: Sequence[Message]) -> Verdict:
-        sc = self._world.scenario(self._task.scenario)
-        return await self._world.verifier.verify(sc, self._task.task_idx, self._task.text, self.initial_db, self.db,
-                                                 final_answer, messages)
+        return await self._world.verifier.verify(self._task.scenario, self._task.task_idx, self._task.text,
+                                                 self.initial_db, self.db, final_answer, messages)
 
     async def close(self) -> None:
+        if self._closed:
+            return
         self._closed = True
         for path in (self.db, self.db.with_name(self.db.name + "-journal")):
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()
+        self._world._unhold(self._task.scenario)

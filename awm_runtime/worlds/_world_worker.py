@@ -45,7 +45,7 @@ from awm_runtime.isolation import (
 )
 from awm_runtime.isolation import prepare as prepare_confinement
 from awm_runtime.worlds._dbbuild import build_database
-from awm_runtime.worlds._format import Scenario, TableDef
+from awm_runtime.worlds._format import ScenarioSource, TableDef
 from awm_runtime.worlds._host import ScenarioHost
 
 # What generated FastAPI apps import: loaded once in the zygote, so a worker imports little.
@@ -95,9 +95,8 @@ class Worker:
 
     def build(self, msg: dict[str, Any]) -> dict[str, Any]:
         """Build the template, then import the app against it: import-time DDL lands in every episode."""
-        scenario = Scenario(id=msg["scenario"], title=msg["scenario"],
-                            tables=[TableDef(t[0], t[1], tuple(t[2]), tuple(t[3])) for t in msg["tables"]],
-                            inserts=[(t, s) for t, s in msg["inserts"]])
+        scenario = ScenarioSource(tables=[TableDef(t[0], t[1], tuple(t[2]), tuple(t[3])) for t in msg["tables"]],
+                                  inserts=[(t, s) for t, s in msg["inserts"]])
         try:
             report = build_database(scenario, self._template(msg), foreign_keys=bool(msg.get("foreign_keys")))
         except Exception as exc:

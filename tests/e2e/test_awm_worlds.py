@@ -41,9 +41,11 @@ def test_check_reports_every_task(check_report: dict[str, Any]) -> None:
     tasks = by_key(check_report)
     assert set(tasks) == {("trap", i) for i in range(6)} | {("broken_import", 0)}
     for t in tasks.values():
-        assert set(t) == {"scenario", "task_idx", "loads", "noop_passes", "reference_passes", "errors"}
+        assert set(t) == {"scenario", "task_idx", "loads", "noop_passes", "reference_passes", "errors", "verifier"}
+        assert t["verifier"] is None
     assert tasks[("trap", 0)] | {"errors": []} == {"scenario": "trap", "task_idx": 0, "loads": True,
-                                                   "noop_passes": False, "reference_passes": True, "errors": []}
+                                                   "noop_passes": False, "reference_passes": True, "errors": [],
+                                                   "verifier": None}
     assert tasks[("trap", 1)]["noop_passes"] is True  # trivial: passes with no actions at all
     assert tasks[("trap", 2)]["noop_passes"] is None
     assert any("ZeroDivisionError" in e and "scenario trap task 2" in e for e in tasks[("trap", 2)]["errors"])
@@ -51,8 +53,12 @@ def test_check_reports_every_task(check_report: dict[str, Any]) -> None:
     assert any("worker died (exit code 7)" in e for e in tasks[("trap", 4)]["errors"])
     broken = tasks[("broken_import", 0)]
     assert broken["loads"] is False and "nonexistent_module_xyz" in broken["errors"][0]
-    assert check_report["summary"] == {"tasks": 7, "loads": 6, "trivial": 1, "reference_checked": 2,
+    assert check_report["summary"] == {"scenarios": 2, "runnable_scenarios": 2, "loading_scenarios": 1, "tasks": 7,
+                                       "loads": 6, "unverifiable": 0, "trivial": 1, "reference_checked": 2,
                                        "reference_passes": 2, "with_errors": 5}
+    broken_scenario = next(s for s in check_report["scenarios"] if s["scenario"] == "broken_import")
+    assert broken_scenario["runnable"] and not broken_scenario["loads"]
+    assert "nonexistent_module_xyz" in broken_scenario["why_not"]
 
 
 def test_check_reports_data_problems_with_file_and_line(check_report: dict[str, Any]) -> None:

@@ -213,7 +213,8 @@ def test_hostile_world_and_verifier_code_stay_inside(setup: Setup) -> None:
         if name == "victim_db":
             assert rec["verdict"] == "complete", rec["verdict_detail"]
         elif name == "memory_bomb":
-            assert rec["verdict"] == "verifier_error" and "memory limit" in rec["error"]["message"]  # the sandbox ended it
+            # The sandbox ended it at its memory limit: verifier_error (infrastructure), never the agent's.
+            assert rec["verdict"] == "verifier_error" and "memory limit" in rec["error"]["message"]
         else:
             assert rec["verdict"] == "judge_error" and "refused" in rec["error"]["message"], (name, rec["error"])
     assert all(recs[("victim", i)]["outcome"] == "complete" for i in range(3))

@@ -15,7 +15,8 @@ from awm_runtime._errors import ConfigError, WorldError
 from awm_runtime._interfaces import WorldSession
 from awm_runtime._types import Task
 from awm_runtime.verifiers import Judge
-from awm_runtime.worlds._format import LoadProblem, Solution, iter_solutions, load_dataset
+from awm_runtime.worlds._format import LoadProblem, Solution
+from awm_runtime.worlds._load import iter_solutions, load_dataset
 
 log = structlog.get_logger("awm_runtime.worlds")
 T = TypeVar("T")

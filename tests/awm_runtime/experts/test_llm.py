@@ -104,8 +104,7 @@ async def test_criteria_are_distilled_once_per_task_and_cached_on_disk(
     calls: list[str] = []
 
     def verifier(task: Any) -> Any:
-        sc = tiny_world.scenario(task.scenario)
-        return sc.code_verifiers.get(task.task_idx)
+        return tiny_world.dataset.verifier(task.scenario, task.task_idx, "code")
 
     with FakeOpenAI(key="ek", responder=_criteria_responder(calls), max_lifetime_s=60) as server:
         client = loopback_client(server, monkeypatch, alias="exp", role="expert")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -46,12 +47,13 @@ def test_each_scenario_is_real_enough() -> None:
     ds = load_dataset(BUILTIN_DATA)
     assert len(ds.scenarios) >= 6 and not ds.problems
     for sc in ds.scenarios.values():
-        assert len(sc.tables) >= 8, sc.id
-        assert len(sc.inserts) >= 100, sc.id
-        assert any("datetime('now'" in stmt for _, stmt in sc.inserts), sc.id
+        source = ds.source(sc.id)
+        assert len(source.tables) == sc.table_count >= 8, sc.id
+        assert len(source.inserts) == sc.seed_count >= 100, sc.id
+        assert any("datetime('now'" in stmt for _, stmt in source.inserts), sc.id
         assert len(sc.tasks) == 10, sc.id
-        assert set(sc.code_verifiers) == set(sc.sql_verifiers) == set(sc.solutions) == set(range(10)), sc.id
-        assert sc.full_code.count("operation_id=") >= 25, sc.id
+        assert set(sc.verifiers["code"]) == set(sc.verifiers["sql"]) == set(sc.solutions) == set(range(10)), sc.id
+        assert source.full_code.count("operation_id=") >= 25, sc.id
     steps = [len(s.steps) for sc in ds.scenarios.values() for s in sc.solutions.values()]
     assert min(steps) <= 3 and any(4 <= n <= 8 for n in steps) and max(steps) >= 9
 
@@ -81,16 +83,17 @@ async def _verdicts(world: AwmWorld) -> dict[tuple[str, int, str], str]:
     return out
 
 
-def _shift_clock(world: AwmWorld, modifier: str) -> None:
-    """Rebuild seeds as if built later: datetime('now', ...) -> datetime('now', modifier, ...)."""
-    for sc in world.dataset.scenarios.values():
-        sc.inserts = [(t, s.replace("datetime('now'", f"datetime('now', '{modifier}'")) for t, s in sc.inserts]
+def _shifted_copy(out: Path, modifier: str) -> Path:
+    """The built-in data with seeds as if built later: datetime('now', ...) -> datetime('now', modifier, ...)."""
+    shutil.copytree(BUILTIN_DATA, out)
+    sample = out / "gen_sample.jsonl"
+    sample.write_text(sample.read_text().replace("datetime('now'", f"datetime('now', '{modifier}'"))
+    return out
 
 
-async def test_references_pass_noops_fail_and_verdicts_are_stable_across_builds() -> None:
+async def test_references_pass_noops_fail_and_verdicts_are_stable_across_builds(tmp_path: Path) -> None:
     now = AwmWorld(load_dataset(BUILTIN_DATA))
-    later = AwmWorld(load_dataset(BUILTIN_DATA))
-    _shift_clock(later, "+1 minutes")
+    later = AwmWorld(load_dataset(_shifted_copy(tmp_path / "later", "+1 minutes")))
     try:
         first, second = await _verdicts(now), await _verdicts(later)
     finally:
@@ -104,14 +107,13 @@ async def test_references_pass_noops_fail_and_verdicts_are_stable_across_builds(
 def test_shifted_build_really_moves_the_clock(tmp_path: Path) -> None:
     from awm_runtime.worlds._dbbuild import build_database
 
-    world = AwmWorld(load_dataset(BUILTIN_DATA))
-    sc = next(iter(world.dataset.scenarios.values()))
-    stmt = next(s for _, s in sc.inserts if "datetime('now'" in s)
-    table = next(t for t, s in sc.inserts if s == stmt)
-    build_database(sc, tmp_path / "a.db")
-    _shift_clock(world, "+1 days")
-    build_database(sc, tmp_path / "b.db")
-    world.close()
+    ds = load_dataset(BUILTIN_DATA)
+    source = ds.source(next(iter(ds.scenarios)))
+    stmt = next(s for _, s in source.inserts if "datetime('now'" in s)
+    table = next(t for t, s in source.inserts if s == stmt)
+    build_database(source, tmp_path / "a.db")
+    later = load_dataset(_shifted_copy(tmp_path / "later", "+1 days"))
+    build_database(later.source(next(iter(later.scenarios))), tmp_path / "b.db")
     query = f'SELECT * FROM "{table}"'
     assert sqlite3.connect(tmp_path / "a.db").execute(query).fetchall() != \
         sqlite3.connect(tmp_path / "b.db").execute(query).fetchall()

@@ -6,14 +6,14 @@ import sqlite3
 from pathlib import Path
 
 from awm_runtime.worlds._dbbuild import BuildReport, build_database
-from awm_runtime.worlds._format import Scenario, TableDef
+from awm_runtime.worlds._format import ScenarioSource, TableDef
 
 PARENT = TableDef("parent", "CREATE TABLE parent (id INTEGER PRIMARY KEY)")
 CHILD = TableDef("child", "CREATE TABLE child (id INTEGER PRIMARY KEY, parent_id INTEGER REFERENCES parent(id))")
 
 
 def test_seed_failures_are_kept_and_quotes_retried(tmp_path: Path) -> None:
-    sc = Scenario(id="s", title="S", tables=[TableDef("t", "CREATE TABLE t (id INTEGER PRIMARY KEY, name TEXT)",
+    sc = ScenarioSource(tables=[TableDef("t", "CREATE TABLE t (id INTEGER PRIMARY KEY, name TEXT)",
                                                       ("CREATE INDEX i ON t(name)",))])
     sc.inserts = [
         ("t", "INSERT INTO t VALUES (1, 'ok')"),
@@ -32,7 +32,7 @@ def test_seed_failures_are_kept_and_quotes_retried(tmp_path: Path) -> None:
 
 
 def test_bad_ddl_is_reported_against_gen_db_and_the_rest_builds(tmp_path: Path) -> None:
-    sc = Scenario(id="s", title="S", tables=[TableDef("bad", "CREATE TABLE bad (id INTEGER PRIMARY KEY,"), PARENT],
+    sc = ScenarioSource(tables=[TableDef("bad", "CREATE TABLE bad (id INTEGER PRIMARY KEY,"), PARENT],
                   inserts=[("parent", "INSERT INTO parent VALUES (1)"), ("bad", "INSERT INTO bad VALUES (1)")])
     report = build_database(sc, tmp_path / "x.db")
     assert [(f.file, f.table) for f in report.failures] == [("gen_db.jsonl", "bad"), ("gen_sample.jsonl", "bad")]
@@ -40,7 +40,7 @@ def test_bad_ddl_is_reported_against_gen_db_and_the_rest_builds(tmp_path: Path) 
 
 
 def test_foreign_keys_are_enforced_only_when_asked(tmp_path: Path) -> None:
-    sc = Scenario(id="s", title="S", tables=[PARENT, CHILD],
+    sc = ScenarioSource(tables=[PARENT, CHILD],
                   inserts=[("parent", "INSERT INTO parent VALUES (1)"), ("child", "INSERT INTO child VALUES (1, 1)"),
                            ("child", "INSERT INTO child VALUES (2, 42)")])
     assert build_database(sc, tmp_path / "off.db").failures == []
@@ -50,7 +50,7 @@ def test_foreign_keys_are_enforced_only_when_asked(tmp_path: Path) -> None:
 
 def test_seed_sql_cannot_attach_other_files(tmp_path: Path) -> None:
     target = tmp_path / "elsewhere.db"
-    sc = Scenario(id="s", title="S", tables=[PARENT], inserts=[
+    sc = ScenarioSource(tables=[PARENT], inserts=[
         ("parent", f"ATTACH DATABASE '{target}' AS other"),
         ("parent", "INSERT INTO parent VALUES (1)"),
     ])
@@ -60,7 +60,7 @@ def test_seed_sql_cannot_attach_other_files(tmp_path: Path) -> None:
 
 
 def test_a_seed_that_commits_or_rolls_back_does_not_break_the_build(tmp_path: Path) -> None:
-    sc = Scenario(id="s", title="S", tables=[PARENT], inserts=[
+    sc = ScenarioSource(tables=[PARENT], inserts=[
         ("parent", "INSERT INTO parent VALUES (1)"), ("parent", "COMMIT"), ("parent", "INSERT INTO parent VALUES (2)")])
     report = build_database(sc, tmp_path / "x.db")
     assert report.failures == []

@@ -1,4 +1,4 @@
-"""The AWM loader: normalised joins, first-wins verifiers, missing verifiers and broken rows."""
+"""The AWM loader: normalised joins, first-wins verifiers, missing verifiers and broken rows, lazy rows."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from awm_runtime import ConfigError
+from awm_runtime import ConfigError, WorldError
 from awm_runtime.worlds import load_dataset, normalize_scenario
 
 
@@ -52,10 +52,10 @@ def test_first_verifier_row_wins_and_missing_is_reported(copy: Path) -> None:
     _rewrite(copy / "gen_verifier.pure_code.jsonl", rows)
     (copy / "gen_verifier.jsonl").unlink()
     ds = load_dataset(copy)
-    sc = ds.scenarios["tiny_notes"]
-    assert "verify_task_completion" in sc.code_verifiers[0].code
-    assert [str(p) for p in ds.problems if p.task_idx == 2]
-    assert "no verifier" in str(ds.problems[0])
+    verifier = ds.verifier("tiny_notes", 0, "code")
+    assert verifier is not None and "verify_task_completion" in verifier.code
+    assert [str(p) for p in ds.problems] == [
+        "gen_verifier.pure_code.jsonl: tiny_notes: no verifier row for task 2"]
 
 
 def test_broken_rows_are_reported_not_fatal(copy: Path) -> None:
@@ -65,24 +65,25 @@ def test_broken_rows_are_reported_not_fatal(copy: Path) -> None:
     ds = load_dataset(copy)
     messages = [str(p) for p in ds.problems]
     assert any("gen_tasks.jsonl:2" in m and "not valid JSON" in m for m in messages)
-    assert any("ghost" in m and "not in gen_scenario" in m for m in messages)
-    assert ds.scenarios["tiny_notes"].runnable
+    assert "gen_envs.jsonl: ghost: cannot run: no usable row in gen_envs.jsonl, gen_db.jsonl, gen_sample.jsonl" \
+        in messages
+    assert ds.scenarios["tiny_notes"].runnable and not ds.scenarios["ghost"].runnable
 
 
 def test_missing_directory_or_files_is_a_config_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="does not exist"):
         load_dataset(tmp_path / "nope")
-    with pytest.raises(ConfigError, match=r"missing gen_scenario\.jsonl"):
+    with pytest.raises(ConfigError, match=r"missing gen_envs\.jsonl, gen_db\.jsonl, gen_sample\.jsonl"):
         load_dataset(tmp_path)
 
 
 def test_gen_spec_is_optional_and_read_when_present(copy: Path) -> None:
     ds = load_dataset(copy)
-    ops = [e["operation_id"] for g in ds.scenarios["tiny_notes"].spec["api_groups"] for e in g["endpoints"]]
-    assert "create_note" in ops
+    spec = ds.spec("tiny_notes")
+    assert spec is not None and "create_note" in [e["operation_id"] for g in spec["api_groups"] for e in g["endpoints"]]
     (copy / "gen_spec.jsonl").unlink()
     ds = load_dataset(copy)
-    assert ds.scenarios["tiny_notes"].spec is None and not ds.problems
+    assert ds.spec("tiny_notes") is None and not ds.problems
 
 
 def test_scenario_without_code_is_reported_and_not_runnable(copy: Path) -> None:
@@ -97,12 +98,48 @@ def test_duplicate_rows_keep_the_first_and_say_so(copy: Path) -> None:
     _rewrite(copy / "gen_tasks.jsonl", [rows[0], dict(rows[0], tasks=["other"])])
     ds = load_dataset(copy)
     assert ds.scenarios["tiny_notes"].tasks[0].startswith("Create a note")
-    assert any("duplicate tasks row; first kept" in str(p) for p in ds.problems)
+    assert [str(p) for p in ds.problems] == [
+        "gen_tasks.jsonl:2: tiny_notes: duplicate row; the first usable one is kept"]
 
 
 def test_sql_verifier_keeps_its_raw_response(copy: Path) -> None:
     from awm_runtime.verifiers import parse_criteria
 
-    verifier = load_dataset(copy).scenarios["tiny_notes"].sql_verifiers[0]
+    verifier = load_dataset(copy).verifier("tiny_notes", 0, "sql")
+    assert verifier is not None
     criteria = parse_criteria(verifier.raw_response)
     assert verifier.mode == "sql" and criteria.success and criteria.failure
+
+
+def test_a_scenario_without_a_gen_scenario_row_runs_without_its_description(copy: Path) -> None:
+    (copy / "gen_scenario.jsonl").write_text(json.dumps({"name": "Someone Else", "description": "x"}) + "\n")
+    ds = load_dataset(copy)
+    sc = ds.scenarios["tiny_notes"]
+    assert sc.runnable and sc.description == "" and sc.title == "Tiny Notes"
+    assert [str(p) for p in ds.problems] == [
+        "gen_envs.jsonl: someone_else: cannot run: no usable row in gen_envs.jsonl, gen_db.jsonl, gen_sample.jsonl, "
+        "gen_tasks.jsonl",
+        "gen_scenario.jsonl: tiny_notes: no row: runs without a description"]
+    (copy / "gen_scenario.jsonl").unlink()  # no file at all: the same, said once
+    ds = load_dataset(copy)
+    assert ds.scenarios["tiny_notes"].runnable
+    assert [str(p) for p in ds.problems] == ["gen_scenario.jsonl: *: file missing: scenarios run without descriptions"]
+
+
+def test_a_scenario_needs_envs_db_sample_and_tasks_rows(copy: Path) -> None:
+    (copy / "gen_sample.jsonl").write_text("")
+    ds = load_dataset(copy)
+    assert ds.scenarios["tiny_notes"].missing == ["gen_sample.jsonl"]
+    assert [str(p) for p in ds.problems] == [
+        "gen_sample.jsonl: tiny_notes: cannot run: no usable row in gen_sample.jsonl"]
+
+
+def test_rows_are_read_from_disk_when_used_and_a_changed_file_is_an_error(copy: Path) -> None:
+    ds = load_dataset(copy)
+    sc = ds.scenarios["tiny_notes"]
+    assert not hasattr(sc, "full_code") and sc.rows["gen_envs.jsonl"].line == 1
+    assert "FastAPI" in ds.source("tiny_notes").full_code
+    envs = copy / "gen_envs.jsonl"
+    envs.write_text(json.dumps({"scenario": "Other", "full_code": "x"}) + "\n" + envs.read_text())
+    with pytest.raises(WorldError, match=r"gen_envs\.jsonl:1: .*changed"):
+        ds.source("tiny_notes")

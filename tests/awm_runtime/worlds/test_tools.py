@@ -118,10 +118,10 @@ def test_result_texts_match_fastapi_mcp() -> None:
 
 async def test_host_calls_validate_route_and_render(tmp_path: Any, tiny_dir: Any) -> None:
     """In-process host on a copy of the tiny DB (the worker does exactly this)."""
+    from awm_runtime.worlds import load_dataset
     from awm_runtime.worlds._dbbuild import build_database
-    from awm_runtime.worlds._format import load_dataset
 
-    sc = load_dataset(tiny_dir).scenarios["tiny_notes"]
+    sc = load_dataset(tiny_dir).source("tiny_notes")
     db = tmp_path / "tiny.db"
     build_database(sc, db)
     host = ScenarioHost("tiny_test", sc.full_code, import_db=str(db))

@@ -201,3 +201,124 @@ def test_a_world_that_is_only_listed_leaves_nothing_behind(tiny_dir: Path) -> No
     world = load_worlds(tiny_dir)
     assert world.tasks() and world._workdir is None
     world.close()
+
+
+@pytest.fixture
+def three_tiny(tiny_dir: Path, tmp_path: Path) -> Path:
+    """tiny_notes copied as three scenarios (tiny_notes_0000 ...), each built and imported on its own."""
+    from awm_runtime.bench._awm1k_data import write_awm1k_set
+
+    return Path(write_awm1k_set(tiny_dir, tmp_path / "three", 3)["dir"])
+
+
+async def test_idle_scenarios_beyond_the_limit_are_evicted_and_built_again_when_needed(three_tiny: Path) -> None:
+    world = load_worlds(three_tiny, options=WorldOptions(workers=2, keep_idle_scenarios=1))
+    first = [next(t for t in world.tasks() if t.scenario == f"tiny_notes_{i:04d}") for i in range(3)]
+    try:
+        a = await world.open(first[0], episode_id="a")
+        template_a = a.initial_db
+        b = await world.open(first[1], episode_id="b")
+        await a.close()
+        assert template_a.exists() and world.residency()["idle"] == 1  # one idle scenario is kept
+        c = await world.open(first[2], episode_id="c")
+        await b.close()  # now two are idle: the oldest (a's) goes
+        assert not template_a.exists() and world.residency()["evictions"] == 1
+        assert "tiny_notes_0000" not in world.pool._specs  # the pool forgot its code too
+        assert c.initial_db.exists()  # an open episode's scenario is never evicted
+        assert (await c.call_tool(call("list_notes"))).is_error is False
+        again = await world.open(first[0], episode_id="a2")  # built again, from the rows on disk
+        assert again.initial_db.exists() and len(again.tools) == len(c.tools)
+        await again.close()
+        await c.close()
+        assert world.residency()["builds"] == 4 and world.tool_names("tiny_notes_0000") is not None
+    finally:
+        await world.aclose()
+
+
+async def test_evicting_a_scenario_stops_its_world_workers_and_removes_its_directory(three_tiny: Path) -> None:
+    """One scenario per worker (issue 12) and residency (issue 18): eviction is how a scenario's memory goes."""
+    import asyncio
+
+    world = load_worlds(three_tiny, options=WorldOptions(workers=2, keep_idle_scenarios=0))
+    first = [next(t for t in world.tasks() if t.scenario == f"tiny_notes_{i:04d}") for i in range(2)]
+    try:
+        a = await world.open(first[0], episode_id="a")
+        assert (await a.call_tool(call("list_notes"))).is_error is False
+        directory = a.initial_db.parent
+        workers = [w.pid for w in world.pool.workers["tiny_notes_0000"] if w.pid is not None]
+        assert workers and all(p in world.pool.pids() for p in workers)
+        b = await world.open(first[1], episode_id="b")
+        await a.close()  # no idle scenario is kept: a's goes now, b's stays while its episode is open
+        assert "tiny_notes_0000" not in world.pool.workers and not directory.exists()
+        for _ in range(200):  # the stop runs on the loop: wait for it there, boundedly
+            if all(process_gone(p, within_s=0.01) for p in workers):
+                break
+            await asyncio.sleep(0.05)
+        assert all(process_gone(p, within_s=0.01) for p in workers)
+        assert "tiny_notes_0001" in world.pool.workers and (await b.call_tool(call("list_notes"))).is_error is False
+        again = await world.open(first[0], episode_id="a2")  # a new worker, confined to a directory made anew
+        assert (await again.call_tool(call("list_notes"))).is_error is False
+        assert not set(workers) & {w.pid for w in world.pool.workers["tiny_notes_0000"]}
+        await again.close()
+        await b.close()
+        assert world.residency()["evictions"] == 3 and not world.pool.workers
+    finally:
+        await world.aclose()
+
+
+async def test_a_verifier_that_does_not_parse_runs_unverified_and_is_reported_once(tiny_dir: Path,
+                                                                                 tmp_path: Path) -> None:
+    import json
+    import shutil
+
+    ds = tmp_path / "ds"
+    shutil.copytree(tiny_dir, ds)
+    path = ds / "gen_verifier.pure_code.jsonl"
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    rows[0]["verification"]["code"] = "def verify_task_completion(initial_db_path, final_db_path):\n    return {[}\n"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    world = load_worlds(ds)
+    try:
+        assert world.unverified(list(world.tasks())) == {
+            ("tiny_notes", 0): "verifier code does not parse: closing parenthesis '}' does not match opening "
+                               "parenthesis '[' (line 2)"}
+        for n in range(2):
+            session = await world.open(task_of(world, 0), episode_id=f"bad{n}")
+            verdict = await session.verify("", [])
+            await session.close()
+            assert verdict.result == "no_verifier" and verdict.mode == "none"
+            assert verdict.error is not None and "gen_verifier.pure_code.jsonl: scenario tiny_notes task 0: " \
+                "verifier code does not parse" in verdict.error
+        reported = [p for p in world.problems if p.task_idx == 0]
+        assert len(reported) == 1 and reported[0].file == "gen_verifier.pure_code.jsonl"
+    finally:
+        await world.aclose()
+
+
+async def test_an_open_cancelled_while_its_scenario_builds_leaves_no_hold_behind(three_tiny: Path) -> None:
+    """The second open waits for the first one's build and is cancelled there. (Cancelling the open that
+    talks to the worker itself would leave its reply in the pipe: issue 12's request ids fix that.)"""
+    import asyncio
+
+    world = load_worlds(three_tiny, options=WorldOptions(workers=2, keep_idle_scenarios=0))
+    task = world.tasks()[0]
+    try:
+        first = asyncio.create_task(world.open(task, episode_id="first"))
+        for _ in range(500):  # until the build is under way in a worker
+            if world.builds:
+                break
+            await asyncio.sleep(0.01)
+        second = asyncio.create_task(world.open(task, episode_id="second"))
+        await asyncio.sleep(0.05)
+        assert world._holds[task.scenario] == 2 and not second.done()
+        second.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await second
+        session = await first
+        assert world._holds[task.scenario] == 1 and session.tools
+        await session.close()
+        await session.close()  # closing twice releases once
+        assert not world._holds and world.residency()["idle"] == 0 and world.residency()["evictions"] == 1
+        assert not session.initial_db.exists()
+    finally:
+        await world.aclose()
