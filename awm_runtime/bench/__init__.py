@@ -10,4 +10,5 @@ SUITES: dict[str, str] = {
     "world": "awm_runtime.bench._world",
     "routing": "awm_runtime.bench._routing",
     "scale": "awm_runtime.bench._scale",
+    "real": "awm_runtime.bench._real",
 }
