@@ -29,7 +29,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", type=Path, default=None, metavar="awm.toml", help="model aliases")
     p.add_argument("--worlds", default=DEFAULT_WORLDS, metavar="DIR",
                    help=f"worlds whose prompts fit the model (default {DEFAULT_WORLDS}, 4 tools)")
-    p.add_argument("--episodes", type=int, default=6, metavar="N", help="episodes to run (default 6)")
+    p.add_argument("--episodes", type=int, default=6, metavar="N",
+                   help="at least N episodes: whole repeats of the world's tasks (default 6)")
     p.add_argument("--concurrency", type=int, default=None, metavar="N",
                    help="episodes in flight (default: the alias's max_concurrency)")
     p.add_argument("--protocol", choices=("native", "awm", "hermes"), default=None,
@@ -49,7 +50,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     config = RunConfig(policy=args.policy, expert="none", worlds=args.worlds, config_path=args.config,
                        protocol=args.protocol, max_turns=args.max_turns, concurrency=args.concurrency or 1,
                        repeats=1, shards=1, out=out, preflight="quick", grace_s=5)
-    prep = await prepare(config)
+    setup = time.perf_counter()
+    prep = await prepare(config)  # starts the local server, waits for /health, runs the preflight
+    setup_s = time.perf_counter() - setup
     client = prep.harnesses["main"].policy.client  # type: ignore[attr-defined]
     concurrency = args.concurrency or client.config.max_concurrency
     repeats = max(1, math.ceil(args.episodes / len(prep.tasks)))
@@ -57,10 +60,10 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     server = local_servers().get(client.config.alias)
     cpu0 = {"self": cpu_s(), "server": server.cpu_s() if server else 0.0}
     started = time.perf_counter()
-    result = await run_episodes(prep.config, prepared=prep)  # stops the local server at the end
+    await run_episodes(prep.config, prepared=prep)  # stops the local server at the end
     wall = time.perf_counter() - started
     cpu = {"runtime": cpu_s() - cpu0["self"], "server": server.cpu_s() - cpu0["server"] if server else None}
-    return _report(args, result.summary, out, wall, cpu, concurrency, client.config)
+    return _report(args, out, wall, setup_s, cpu, concurrency, client.config)
 
 
 def time_shares(records: list[dict[str, Any]]) -> dict[str, float]:
@@ -74,7 +77,7 @@ def time_shares(records: list[dict[str, Any]]) -> dict[str, float]:
     return shares
 
 
-def _report(args: argparse.Namespace, summary: dict[str, Any], out: Path, wall: float, cpu: dict[str, Any],
+def _report(args: argparse.Namespace, out: Path, wall: float, setup_s: float, cpu: dict[str, Any],
             concurrency: int, cfg: Any) -> dict[str, Any]:
     records = [orjson.loads(line) for line in (out / "episodes.jsonl").read_bytes().splitlines() if line.strip()]
     n = len(records)
@@ -94,6 +97,7 @@ def _report(args: argparse.Namespace, summary: dict[str, Any], out: Path, wall: 
     result = {
         "policy": cfg.alias, "model": cfg.model, "protocol": records[0]["policy"].get("protocol") if records else None,
         "worlds": args.worlds, "episodes": n, "concurrency": concurrency, "wall_s": round(wall, 2),
+        "setup_s": round(setup_s, 2),
         "episodes_per_min": round(n / wall * 60, 2) if wall else 0.0,
         "completion_tokens_per_s": round(completion / wall, 1) if wall else 0.0,
         "prompt_tokens_per_s": round(prompt / wall, 1) if wall else 0.0,
@@ -109,7 +113,8 @@ def _report(args: argparse.Namespace, summary: dict[str, Any], out: Path, wall: 
         ["episodes/minute", f"{result['episodes_per_min']:.1f} ({n} episodes, {concurrency} in flight)", ""],
         ["completion tokens/s",
          f"{result['completion_tokens_per_s']:.1f} (prompt {result['prompt_tokens_per_s']:.0f})", ""],
-        ["runtime's share of episode wall time", f"{shares.get('runtime', 0.0):.2%}", "small"],
+        ["runtime's share of episode wall time", f"{shares.get('runtime', 0.0):.3%}", "small"],
+        ["setup (server start, preflight)", f"{setup_s:.1f} s", ""],
         ["waiting on model | world | verifier",
          " | ".join(f"{shares.get(k, 0.0):.1%}" for k in ("policy", "world", "verify")), ""],
         ["CPU s runtime | model server", f"{cpu['runtime']:.1f} | {server_cpu}", ""],

@@ -137,7 +137,8 @@ def test_native_passes_the_probe_with_a_template_that_has_tools(tmp_path: Path) 
     template = FIXTURES / "llama_cpp" / "chatml_tools.jinja"
     toml = (f'[models.smol-tools]\nmodel = "openai/smollm2"\nprotocol = "native"\n'
             f'params = {{ temperature = 0.2, max_tokens = 96 }}\n'
-            f'local_server = {{ {SMOL}, ctx_size = 4096, parallel = 1, args = ["--chat-template-file", "{template}"] }}\n')
+            f'local_server = {{ {SMOL}, ctx_size = 4096, parallel = 1, '
+            f'args = ["--chat-template-file", "{template}"] }}\n')
     proc, out = run(tmp_path, "--policy", "smol-tools", "--expert", "none", "--worlds", TINY, "--tasks", "0",
                     "--max-turns", "2", toml=toml)
     assert proc.returncode == 0, proc.stderr
@@ -163,11 +164,12 @@ def test_worlds_that_cannot_fit_are_refused_before_any_episode(tmp_path: Path) -
 
 
 def test_an_overflow_mid_episode_is_recorded(tmp_path: Path) -> None:
-    """The first prompt (1,011 tokens) fits a 1,300-token window with room for a 64-token reply; a later turn
-    does not, and llama.cpp answers 400 exceed_context_size_error."""
+    """The first prompt (1,011 tokens) fits a 1,280-token window with room for a 64-token reply; a later turn
+    does not, and llama.cpp answers 400 exceed_context_size_error. (llama.cpp rounds a slot's context up to a
+    multiple of 256: 1,300 would serve 1,536; the preflight reads the real window from /props.)"""
     toml = ('[models.smol-small]\nmodel = "openai/smollm2"\nprotocol = "hermes"\n'
             'params = { temperature = 0.2, max_tokens = 64 }\n'
-            f'local_server = {{ {SMOL}, ctx_size = 1300, parallel = 1 }}\n')
+            f'local_server = {{ {SMOL}, ctx_size = 1280, parallel = 1 }}\n')
     proc, out = run(tmp_path, "--policy", "smol-small", "--expert", "none", "--worlds", TINY, "--tasks", "1",
                     "--max-turns", "10", toml=toml)
     assert proc.returncode == 0, proc.stderr
@@ -177,7 +179,7 @@ def test_an_overflow_mid_episode_is_recorded(tmp_path: Path) -> None:
         assert r["outcome"] == "incomplete" and r["end_reason"] == "context_overflow", r
     else:  # before issue 13 lands, the overflow ends the episode as an error carrying llama.cpp's own words
         assert r["outcome"] == "error" and r["error"]["class"].startswith("ModelError."), r["error"]
-        assert "exceeds the available context size (1300 tokens)" in r["error"]["message"]
+        assert "exceeds the available context size (1280 tokens)" in r["error"]["message"]
 
 
 def test_policy_and_expert_on_two_servers_each_with_its_own_key(tmp_path: Path) -> None:
@@ -247,8 +249,10 @@ def test_ctrl_c_lets_in_flight_episodes_finish_on_a_live_server(tmp_path: Path) 
             runtime.kill()
             runtime.wait(30)
     recs = records(out)
-    assert runtime.returncode == 130, stderr
-    assert len(recs) == 1 and recs[0]["outcome"] != "error", recs[0]["error"] if recs else stderr
+    assert runtime.returncode == 130, stderr  # stopped early: an episode was still to start
+    assert 1 <= len(recs) < 3 and all(r["outcome"] != "error" for r in recs), [r["error"] for r in recs]
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["cancelled"] == 0 and summary["not_run"] == 3 - len(recs)  # the one in flight finished
     assert llama_servers() <= before
 
 
@@ -258,7 +262,7 @@ def test_awm_bench_real_reports_throughput_and_the_runtimes_share(tmp_path: Path
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env={**os.environ, **OFFLINE})
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout)
-    assert result["episodes"] == 2 and result["infra_errors"] == 0
+    assert result["episodes"] == 3 and result["infra_errors"] == 0  # whole repeats of the world's 3 tasks
     assert result["episodes_per_min"] > 0 and result["completion_tokens_per_s"] > 0
     shares = result["time_share"]
     assert set(shares) == {"policy", "world", "verify", "expert", "runtime"}

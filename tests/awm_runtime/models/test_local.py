@@ -159,7 +159,7 @@ async def test_the_real_server_starts_keyed_serves_and_stops(monkeypatch: pytest
     assert bases == {"local/t": server.api_base} and server.api_base.startswith("http://127.0.0.1:")
     pid = server.pid
     assert pid is not None
-    cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")
+    cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")  # noqa: ASYNC240
     assert "sk-local-test-key-0001" not in " ".join(cmdline)  # never on the command line
     assert cmdline[cmdline.index("--alias") + 1] == "smollm2" and "--no-kv-unified" in cmdline
     async with httpx.AsyncClient(timeout=30) as http:
@@ -179,7 +179,6 @@ async def test_a_server_that_dies_mid_run_is_an_infrastructure_error_said_once()
     client = ModelClient(config, "policy")
     client.bind(bases["local/t"])
     server = local_servers()["local/t"]
-    events: list[dict[str, object]] = []
     with structlog.testing.capture_logs() as events:
         os.kill(server.pid or 0, signal.SIGKILL)
         await asyncio.wait_for(server.proc.wait(), 10)  # type: ignore[union-attr]
