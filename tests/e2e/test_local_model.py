@@ -205,6 +205,18 @@ def test_policy_and_expert_on_two_servers_each_with_its_own_key(tmp_path: Path) 
             assert EXPERT_KEY not in path.read_text(errors="replace"), path
 
 
+def test_episode_processes_share_the_one_server_their_parent_started(tmp_path: Path) -> None:
+    proc, out = run(tmp_path, "--policy", "local/smollm2", "--expert", "none", "--worlds", TINY, "--tasks", "0-1",
+                    "--max-turns", "1", "--shards", "2", "--concurrency", "2")
+    assert proc.returncode == 0, proc.stderr
+    recs = records(out)
+    assert len(recs) == 2 and all(r["outcome"] != "error" for r in recs), [r["error"] for r in recs]
+    calls = [e for e in map(json.loads, (out / "events.jsonl").read_text().splitlines())
+             if e.get("event") == "model_called"]
+    assert {e.get("shard") for e in calls} == {0, 1}  # both episode processes called the model
+    assert len({e["endpoint"] for e in calls}) == 1  # the same server
+
+
 def test_the_server_dies_with_awm_run_even_on_kill_9(tmp_path: Path) -> None:
     before = llama_servers()
     cmd = [sys.executable, "-c", "from awm_runtime.cli import run_main; raise SystemExit(run_main())",
