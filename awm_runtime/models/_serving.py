@@ -9,6 +9,7 @@ whether tools sent to it reach the model. Read once before a run (the preflight)
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 from dataclasses import dataclass, replace
@@ -137,8 +138,9 @@ async def tools_problem(config: ModelConfig, facts: ServerFacts, client: httpx.A
     body = {"model": served_name(config), "messages": [{"role": "user", "content": "Look up order 7."}],
             "max_tokens": 1, **{k: v for k, v in config.params.items() if k == "chat_template_kwargs"}}
     try:
-        plain = await client.post(url, json=body, headers=_headers(config))
-        tooled = await client.post(url, json={**body, "tools": [PROBE_TOOL]}, headers=_headers(config))
+        plain, tooled = await asyncio.gather(client.post(url, json=body, headers=_headers(config)),
+                                             client.post(url, json={**body, "tools": [PROBE_TOOL]},
+                                                         headers=_headers(config)))
     except httpx.HTTPError:
         return None  # the endpoint checks already said whether it answers
     if tooled.status_code >= 400 and plain.status_code < 400:
