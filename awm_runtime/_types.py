@@ -16,6 +16,7 @@ FormatErrorKind = Literal[
     "unknown_tool",
     "schema_violation",
     "empty_reply",
+    "truncated",
     "multiple_calls",
 ]
 FORMAT_ERROR_KINDS: tuple[str, ...] = FormatErrorKind.__args__  # type: ignore[attr-defined]
@@ -88,6 +89,7 @@ class Message(_Model):
     tool_error: bool | None = None  # on world results: the call failed (HTTP >= 400, bad arguments, ...)
     logprobs: list[Any] | None = None
     token_ids: list[int] | None = None
+    finish_reason: str | None = None  # on policy replies: why generation stopped (`length`: cut at max_tokens)
 
     def to_openai(self) -> dict[str, Any]:
         out: dict[str, Any] = {"role": self.role, "content": self.content}

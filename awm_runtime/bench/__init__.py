@@ -11,4 +11,5 @@ SUITES: dict[str, str] = {
     "routing": "awm_runtime.bench._routing",
     "scale": "awm_runtime.bench._scale",
     "serve": "awm_runtime.bench._serve",
+    "real": "awm_runtime.bench._real",
 }

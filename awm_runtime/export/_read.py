@@ -62,7 +62,7 @@ def guess_protocol(message: dict[str, Any]) -> str:
 def action_of(message: dict[str, Any], protocol: str | None) -> dict[str, Any]:
     """A recorded policy reply, interpreted by the one parser (policies.protocols.parse_reply)."""
     parsed = parse_reply(protocol or guess_protocol(message), message.get("content"), message.get("tool_calls"),
-                         _AnyTool())  # type: ignore[arg-type]
+                         _AnyTool(), finish_reason=message.get("finish_reason"))  # type: ignore[arg-type]
     action = parsed.action
     if isinstance(action, CallTool):
         return {"kind": "call", "tool": action.call.name, "arguments": action.call.arguments}

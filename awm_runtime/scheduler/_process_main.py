@@ -73,7 +73,8 @@ async def _serve(fd: int) -> int:
     configure_logging(events)
     try:
         config = RunConfig(**init["config"])
-        prep = await prepare(config, check=False, shard=(int(init["shard"]), int(init["shards"])))
+        prep = await prepare(config, check=False, shard=(int(init["shard"]), int(init["shards"])),
+                             local_bases=init.get("local_servers") or {})
     except Exception as exc:  # the parent reports it; a shard has no terminal of its own
         await link.send({"t": "error", "message": f"{type(exc).__name__}: {exc}",
                          "config": isinstance(exc, ConfigError)})
