@@ -17,6 +17,7 @@ import atexit
 import contextlib
 import importlib.util
 import os
+import select
 import shutil
 import signal
 import socket
@@ -41,6 +42,7 @@ INSTALL_HINT = 'pip install -c requirements.lock -e ".[local]"'
 _BIND_FAILED = "couldn't bind"
 _PR_SET_PDEATHSIG = 1
 _PORT_ATTEMPTS = 3
+_KILL_WAIT_S = 5.0  # after SIGKILL, how long to wait for the exit a stop from another loop sees
 
 
 def find_gguf(spec: str) -> Path:
@@ -94,6 +96,14 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def _open_pidfd(pid: int) -> int | None:
+    """A pidfd for our just-started child (Linux 5.3+); None where the kernel has none."""
+    try:
+        return os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        return None
+
+
 def _die_with_parent(parent: int) -> Callable[[], None] | None:
     """A preexec hook: SIGKILL the server when the runtime dies. prctl is looked up before the fork."""
     if not sys.platform.startswith("linux"):
@@ -126,6 +136,9 @@ class LocalServer:
         self._stopping = False
         self._watch: asyncio.Task[None] | None = None
         self._cpu_at_stop: float | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None  # the loop that started it: `proc` belongs to it
+        self._pidfd: int | None = None  # signals and waits that need no loop and never reach a reused pid
+        self._stopped = False  # stop() has returned: no signal goes to its pid any more
 
     @property
     def api_base(self) -> str:
@@ -165,6 +178,7 @@ class LocalServer:
                 self.proc = await asyncio.create_subprocess_exec(
                     *self.argv(binary, model), stdin=asyncio.subprocess.DEVNULL, stdout=sink, stderr=sink,
                     env=env, start_new_session=True, preexec_fn=_die_with_parent(os.getpid()))
+            self._loop, self._pidfd, self._stopped = asyncio.get_running_loop(), _open_pidfd(self.proc.pid), False
             try:
                 if await self._healthy():
                     break
@@ -232,8 +246,19 @@ class LocalServer:
             return 0.0
 
     async def stop(self, grace_s: float = 5.0) -> None:
-        """SIGTERM, then SIGKILL after `grace_s`."""
+        """SIGTERM, then SIGKILL after `grace_s`, from any event loop. The process handle belongs to the
+        loop that started the server; from another loop (or after that one has ended) the server is
+        signalled and awaited through its pidfd, which needs no loop."""
         self._stopping = True
+        owner = self._loop
+        if owner is not None and owner is not asyncio.get_running_loop():
+            await self._stop_elsewhere(owner, grace_s)
+        else:
+            await self._stop_here(grace_s)
+        self._stopped = True
+        self._close_pidfd()
+
+    async def _stop_here(self, grace_s: float) -> None:
         proc = self.proc
         if proc is None:
             return
@@ -250,12 +275,70 @@ class LocalServer:
         if self._watch is not None:
             self._watch.cancel()
 
+    async def _stop_elsewhere(self, owner: asyncio.AbstractEventLoop, grace_s: float) -> None:
+        watch = self._watch
+        if watch is not None and not owner.is_closed():
+            with contextlib.suppress(RuntimeError):  # the owner closed just now: its tasks are gone with it
+                owner.call_soon_threadsafe(watch.cancel)
+        if self.proc is None or self._exited_now():
+            return
+        self._cpu_at_stop = self.cpu_s()
+        self._signal(signal.SIGTERM)
+        if not await self._exited(grace_s):
+            self._signal(signal.SIGKILL)
+            await self._exited(_KILL_WAIT_S)
+
+    def _signal(self, sig: int) -> None:
+        """Signal the server: by pidfd where there is one (a pid can be reused once the server is reaped)."""
+        if self._stopped:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            if self._pidfd is not None:
+                signal.pidfd_send_signal(self._pidfd, sig)
+            elif self.proc is not None and self.proc.returncode is None:
+                os.kill(self.proc.pid, sig)
+
+    def _exited_now(self) -> bool:
+        if self._pidfd is None:
+            return self.proc is None or self.proc.returncode is not None
+        poller = select.poll()
+        poller.register(self._pidfd, select.POLLIN)
+        return bool(poller.poll(0))  # a pidfd is readable once its process has exited
+
+    async def _exited(self, within_s: float) -> bool:
+        """Whether the server exits within `within_s`, watched on the calling loop (no process handle)."""
+        if self._pidfd is None:  # no pidfd: the owner loop sets returncode while it runs
+            for _ in range(max(1, round(within_s / 0.05))):  # polled: it is set by a callback on another loop
+                if self._exited_now():
+                    return True
+                await asyncio.sleep(0.05)
+            return self._exited_now()
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[None] = loop.create_future()
+
+        def readable() -> None:
+            if not done.done():
+                done.set_result(None)
+
+        loop.add_reader(self._pidfd, readable)
+        try:
+            await asyncio.wait_for(done, within_s)
+            return True
+        except TimeoutError:
+            return False
+        finally:
+            loop.remove_reader(self._pidfd)
+
+    def _close_pidfd(self) -> None:
+        if self._pidfd is not None:
+            os.close(self._pidfd)
+            self._pidfd = None
+
     def kill_now(self) -> None:
-        """At interpreter exit, with no event loop: SIGKILL if still running."""
+        """At interpreter exit, or when a stop was interrupted, with no event loop: SIGKILL if still running."""
         self._stopping = True
-        if self.proc is not None and self.proc.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(self.proc.pid, signal.SIGKILL)
+        if self.proc is not None and not self._exited_now():
+            self._signal(signal.SIGKILL)
 
 
 _servers: dict[str, LocalServer] = {}
@@ -296,12 +379,17 @@ def local_servers() -> dict[str, LocalServer]:
 
 
 async def stop_local_servers() -> None:
-    """Stop every server this process started."""
+    """Stop every server this process started, from any event loop. A stop that is interrupted (cancelled,
+    or failing) SIGKILLs its server before it leaves the registry: none is forgotten while it runs."""
     global _workdir
-    servers = list(_servers.items())
-    _servers.clear()
-    for alias, server in servers:
-        await server.stop()
+    for alias, server in list(_servers.items()):
+        try:
+            await server.stop()
+        except BaseException:
+            server.kill_now()
+            raise
+        finally:
+            _servers.pop(alias, None)
         log.info("local_server_stopped", alias=alias, pid=server.pid,
                  exit_code=server.proc.returncode if server.proc else None)
     if _workdir is not None and not _servers:

@@ -8,13 +8,16 @@ required).
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -125,6 +128,123 @@ async def test_cancelling_the_start_leaves_no_server(tmp_path: Path) -> None:
     with pytest.raises(asyncio.CancelledError):
         await task
     assert wait_gone(int((tmp_path / "pid").read_text()))
+
+
+def healthy_stand_in(tmp_path: Path, *, ignore_term: bool = False) -> str:
+    """An executable that answers /health like llama-server (for two minutes at most); with `--dump-env
+    FILE` among its arguments it first writes its environment there."""
+    path = tmp_path / "llama-server"
+    path.write_text(f"#!{sys.executable}\n" + textwrap.dedent("""
+        import http.server, json, os, signal, sys, time
+        args = sys.argv[1:]
+        if "--dump-env" in args:
+            with open(args[args.index("--dump-env") + 1], "w") as f:
+                json.dump(dict(os.environ), f)
+        if IGNORE_TERM:
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+
+        class Health(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                self.send_response(200)
+                self.end_headers()
+                self.wfile.write(b"{}")
+
+            def log_message(self, *_):
+                pass
+
+        server = http.server.HTTPServer(("127.0.0.1", int(args[args.index("--port") + 1])), Health)
+        server.timeout = 0.5
+        end = time.monotonic() + 120
+        while time.monotonic() < end:
+            server.handle_request()
+    """).replace("IGNORE_TERM", str(ignore_term)))
+    path.chmod(0o755)
+    return str(path)
+
+
+class OtherLoop:
+    """An event loop on its own thread, like the one `integrations.trl` runs episodes on. The thread stays
+    until `end()` even after its loop is closed (a server dies with the thread that started it)."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self._release = threading.Event()
+        self._thread = threading.Thread(target=self._main, daemon=True)
+        self._thread.start()
+
+    def _main(self) -> None:
+        self.loop.run_forever()
+        self._release.wait(60)
+
+    def run(self, coro: Any) -> Any:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(60)
+
+    def close_loop(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        for _ in range(200):
+            if not self.loop.is_running():
+                break
+            time.sleep(0.01)
+        self.loop.close()
+
+    def end(self) -> None:
+        if not self.loop.is_closed():
+            self.close_loop()
+        self._release.set()
+        self._thread.join(10)
+
+
+async def test_a_server_started_on_another_loop_is_stopped_from_this_one(tmp_path: Path) -> None:
+    other = OtherLoop()
+    try:
+        other.run(start_local_servers([local(binary=healthy_stand_in(tmp_path), gguf=str(Path(__file__)))]))
+        pid = local_servers()["local/t"].pid
+        assert pid is not None and alive(pid)
+        with structlog.testing.capture_logs() as events:
+            await stop_local_servers()  # this loop is not the server's: it used to raise and forget the server
+        assert local_servers() == {} and wait_gone(pid, 10)
+        assert [e["alias"] for e in events if e["event"] == "local_server_stopped"] == ["local/t"]
+        assert not [e for e in events if e["event"] == "local_server_died"]  # a stop is not a death
+        assert other.run(asyncio.sleep(0, "still serving")) == "still serving"  # its loop is unharmed
+    finally:
+        other.end()
+
+
+async def test_a_server_whose_loop_has_ended_is_still_stopped_and_killed_if_it_ignores_sigterm(
+        tmp_path: Path) -> None:
+    other = OtherLoop()
+    try:
+        other.run(start_local_servers([local(binary=healthy_stand_in(tmp_path, ignore_term=True),
+                                             gguf=str(Path(__file__)))]))
+        server = local_servers()["local/t"]
+        pid = server.pid
+        assert pid is not None
+        other.close_loop()  # its loop is gone; the thread that started the server is still there
+        assert alive(pid)
+        started = time.monotonic()
+        await server.stop(grace_s=0.5)
+        assert wait_gone(pid, 10) and time.monotonic() - started < 8  # SIGTERM ignored, then SIGKILL
+        await stop_local_servers()
+        assert local_servers() == {}
+    finally:
+        other.end()
+
+
+async def test_the_server_inherits_no_key_only_its_own(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-outer-openai-key-0042")
+    monkeypatch.setenv("AWM_POLICY_KEY", "sk-outer-policy-key-0043")
+    monkeypatch.setenv("LOCAL_T_KEY", "sk-local-own-key-0044")
+    dump = tmp_path / "env.json"
+    await start_local_servers([local(binary=healthy_stand_in(tmp_path), gguf=str(Path(__file__)),
+                                     api_key_env="LOCAL_T_KEY", server={"args": ["--dump-env", str(dump)]})])
+    try:
+        env = json.loads(dump.read_text())
+        text = json.dumps(env)
+        assert "sk-outer-openai-key-0042" not in text and "sk-outer-policy-key-0043" not in text
+        assert "OPENAI_API_KEY" not in env and "LOCAL_T_KEY" not in env
+        assert env["LLAMA_API_KEY"] == "sk-local-own-key-0044"  # its own key, by environment only
+    finally:
+        await stop_local_servers()
 
 
 async def test_an_unbound_local_alias_never_calls_anything() -> None:
