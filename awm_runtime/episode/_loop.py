@@ -140,6 +140,7 @@ async def _play(ep: EpisodeState, session: WorldSession, harness: Harness, sinks
     expert = harness.expert if _askable(harness) else None
     world_tools = list(session.tools)
     tools: list[ToolSpec] = [*world_tools, ask_expert_spec()] if expert else world_tools
+    ep.tools = tools
     ep.add(harness.policy.begin(ep.task, tools))
     if isinstance(harness.expert, Advisor):
         await _opening_advice(ep, harness.expert, world_tools, harness, sinks)
