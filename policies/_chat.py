@@ -69,7 +69,7 @@ class ChatPolicy:
         message = Message(
             role="assistant", content=reply.content, source="policy", tool_calls=reply.tool_calls or None,
             reasoning=join_reasoning(reply.reasoning, parsed.reasoning), format_error=parsed.format_error,
-            logprobs=reply.logprobs, token_ids=reply.token_ids,
+            logprobs=reply.logprobs, token_ids=reply.token_ids, prompt_token_ids=reply.prompt_token_ids,
         )
         return PolicyTurn(message=message, action=parsed.action, warnings=parsed.warnings,
                           usage=reply.usage, elapsed_s=time.perf_counter() - started)
