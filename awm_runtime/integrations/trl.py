@@ -89,7 +89,7 @@ class Rollouts:
         future = asyncio.run_coroutine_threadsafe(coro, self._loop)
         try:
             return future.result(self.timeout_s)
-        except TimeoutError:
+        except BaseException:  # a timeout, or Ctrl-C in the trainer's thread: the batch's episodes stop too
             future.cancel()
             raise
 

@@ -126,3 +126,30 @@ def test_a_simulated_policy_or_a_bad_ratio_is_refused_before_any_episode(tmp_pat
         make_rollout_func(policy="sim/novice", scenarios="shopfront*", tasks="0", preflight="off")
     with pytest.raises(ConfigError, match="expert-ratio"):
         make_rollout_func(policy="sim/novice", expert_ratio="lots")
+
+
+def test_a_batch_past_its_timeout_is_cancelled_and_the_next_one_runs(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """TRL's thread gets TimeoutError (or Ctrl-C) and the batch's episodes stop; the loop thread lives on."""
+    slow = threading.Event()
+    slow.set()
+    inner = with_token_ids(sim_responder("novice"))
+
+    def respond(request: dict[str, Any]) -> Any:
+        reply = inner(request)
+        if slow.is_set():
+            reply.delay_s = 30.0
+        return reply
+
+    monkeypatch.setenv("LOOP_KEY", KEY)
+    teach_builtin()
+    with FakeOpenAI(key=KEY, models=("loop-model",), max_lifetime_s=600, responder=respond) as server, \
+            make_rollout_func(policy="loop-vllm", expert="none", config_path=config(tmp_path, server.url, "hermes"),
+                              scenarios="shopfront*", tasks="0", preflight="off", timeout_s=2.0) as rollouts:
+        prompt = rollouts.rows()[0]["prompt"]
+        with pytest.raises(TimeoutError):
+            rollouts([prompt] * 2, None)
+        slow.clear()
+        rollouts.timeout_s = 300.0
+        out = rollouts([prompt] * 2, None)
+        assert len(out["completion_ids"]) == 2 and all(sum(m) > 0 for m in out["env_mask"])
