@@ -195,7 +195,7 @@ class Rollouts:
         self.phase = phase_for(rate)
         out: dict[str, list[Any]] = {k: [] for k in (
             "prompt_ids", "completion_ids", "logprobs", "env_mask", "env_reward", "reward_components", "outcome",
-            "with_expert", "expert_calls", "format_errors", "turns", "turns_dropped", "episode_id")}
+            "with_expert", "expert_calls", "format_errors", "turns", "turns_dropped", "tokens_reread", "episode_id")}
         for spec, record, seq in zip(specs, records, sequences, strict=True):
             if seq is None:  # no usable policy turn (e.g. the world failed to open): one masked token
                 seq = TokenSequence(prompt_ids=[eos], completion_ids=[eos], logprobs=[0.0], env_mask=[0])
@@ -211,6 +211,7 @@ class Rollouts:
             out["format_errors"].append(sum(n for k, n in record.format_errors.items() if k != "multiple_calls"))
             out["turns"].append(seq.turns_used)
             out["turns_dropped"].append(seq.turns_dropped)
+            out["tokens_reread"].append(seq.tokens_reread)
             out["episode_id"].append(record.episode_id)
         if not all(s is None or s.sampled_logprobs for s in sequences):
             out["logprobs"] = None  # type: ignore[assignment]  # TRL: no importance-sampling correction
