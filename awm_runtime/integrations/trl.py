@@ -174,7 +174,7 @@ class Rollouts:
             for k in range(size):
                 specs.append(EpisodeSpec(arm=self.arm, scenario=tasks[i].scenario, task_idx=tasks[i].task_idx,
                                          repeat=self.batches * 100_000 + i + k, group_id=gid, with_expert=k < experts,
-                                         seed=episode_seed(self.config.seed, gid, i, k)))
+                                         seed=episode_seed(self.config.seed, f"batch-{self.batches}", i, k)))
             i = j
         return specs
 
@@ -238,7 +238,7 @@ class Rollouts:
     async def _sequence(self, record: EpisodeRecord) -> TokenSequence | None:
         """The episode's tokens: one Turn per policy reply that came with the engine's token ids."""
         turns: list[Turn] = []
-        params = self.policy.request_params(0)
+        params = {**self.policy.client.config.params, **self.policy.request_params(0)}  # as the calls were sent
         for k, m in enumerate(record.messages):
             if m.source != "policy":
                 continue
