@@ -105,8 +105,10 @@ def main() -> int:
             return out
 
         g = args.num_generations
+        # One episode per forward pass, g passes per step (one generation batch: one group): the logits of a
+        # whole episode (~2k tokens x 49k vocabulary, float32) are the peak of memory, so one at a time.
         config = GRPOConfig(output_dir=tempfile.mkdtemp(prefix="trl-grpo-"), max_steps=args.steps,
-                            per_device_train_batch_size=g, num_generations=g, gradient_accumulation_steps=1,
+                            per_device_train_batch_size=1, num_generations=g, gradient_accumulation_steps=g,
                             learning_rate=args.lr, logging_steps=1, report_to="none", save_strategy="no",
                             use_cpu=True, bf16=False, seed=0, disable_tqdm=True)
         trainer = GRPOTrainer(model=model, processing_class=tokenizer, reward_funcs=env_reward, args=config,
@@ -115,8 +117,9 @@ def main() -> int:
 
     for entry in trainer.state.log_history:
         if "loss" in entry:
+            same = " (every member's reward equal: zero advantages, no update)" if not entry.get("reward_std") else ""
             print(f"step {entry.get('step')}: loss {entry['loss']:.6f} reward {entry.get('reward')} "
-                  f"reward_std {entry.get('reward_std')}")
+                  f"reward_std {entry.get('reward_std')} grad_norm {entry.get('grad_norm')}{same}")
     rewards = [r for b in batches for r in b["env_reward"]]
     own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
