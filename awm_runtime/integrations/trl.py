@@ -49,8 +49,8 @@ from awm_runtime.integrations._sequence import TokenSequence, Turn, assemble
 __all__ = ["Rollouts", "env_reward", "make_rollout_func"]
 
 
-def env_reward(completions: Sequence[Any], env_reward: Sequence[float], **_: Any) -> list[float]:
-    """A TRL reward function: the reward the runtime's shaper gave each episode."""
+def env_reward(completions: Sequence[Any], env_reward: Sequence[float], **_: Any) -> list[float | None]:
+    """A TRL reward function: the reward the runtime's shaper gave each episode (TRL's type allows None)."""
     return [float(r) for r in env_reward]
 
 

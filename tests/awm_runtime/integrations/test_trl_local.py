@@ -50,6 +50,8 @@ def runs(ids: list[int], mask: list[int], value: int) -> list[list[int]]:
 
 def test_ids_decode_to_the_transcript_and_env_mask_is_the_models_tokens(rollouts: tuple[Rollouts, Path]) -> None:
     r, out_dir = rollouts
+    llama = r.llama
+    assert llama is not None, "a llama-server policy reads its prompt ids from the server"
     prompt = r.rows()[0]["prompt"]
     out = r([prompt, prompt], None)
     records = {rec["episode_id"]: rec for rec in iter_records(out_dir)}
@@ -76,12 +78,12 @@ def test_ids_decode_to_the_transcript_and_env_mask_is_the_models_tokens(rollouts
         messages = [Message(**{k: v for k, v in m.items() if k in Message.model_fields}) for m in record["messages"]]
         last = max(k for k, m in enumerate(messages) if m.source == "policy")
         wire = r.policy.speaker.wire(messages[:last])
-        last_prompt = server(r, r.llama.prompt_ids(wire, None, r.policy.request_params(0)))
+        last_prompt = server(r, llama.prompt_ids(wire, None, r.policy.request_params(0)))
         assert ids == last_prompt + replies[-1]["token_ids"]
-        text = server(r, r.llama.detokenize(ids))
+        text = server(r, llama.detokenize(ids))
         for m in record["messages"][:last + 1]:
             assert (m["content"] or "").strip() in text  # every message, policy or not, is in the sequence
-        masked = "".join(server(r, r.llama.detokenize(run)) for run in runs(ids, full_mask, 0))
+        masked = "".join(server(r, llama.detokenize(run)) for run in runs(ids, full_mask, 0))
         for m in record["messages"][:last]:
             if m["source"] != "policy" and m["content"]:
                 assert m["content"].strip() in masked  # world, expert, nudge and system text: all mask 0
