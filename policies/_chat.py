@@ -74,6 +74,7 @@ class ChatPolicy:
             role="assistant", content=reply.content, source="policy", tool_calls=reply.tool_calls or None,
             reasoning=join_reasoning(reply.reasoning, parsed.reasoning), format_error=parsed.format_error,
             logprobs=reply.logprobs, token_ids=reply.token_ids, finish_reason=reply.finish_reason,
+            prompt_token_ids=reply.prompt_token_ids,
         )
         return PolicyTurn(message=message, action=parsed.action, warnings=parsed.warnings,
                           usage=reply.usage, elapsed_s=time.perf_counter() - started)

@@ -146,6 +146,7 @@ async def _play(ep: EpisodeState, session: WorldSession, harness: Harness, sinks
     expert = harness.expert if _askable(harness) else None
     world_tools = list(session.tools)
     tools = offered_tools(harness, world_tools)
+    ep.tools = tools
     ep.add(harness.policy.begin(ep.task, tools))
     if isinstance(harness.expert, Advisor):
         await _opening_advice(ep, harness.expert, world_tools, harness, sinks)

@@ -193,6 +193,8 @@ async def _serve(shard: Shard, feeder: _Feeder, prep: PreparedRun, progress: Run
 async def _write(unit: Unit, lines: list[bytes], msg: dict[str, Any], progress: RunProgress,
                  writer: RunDirWriter, done: set[tuple[str, str, int, int]]) -> None:
     keys = [tuple(k) for k in msg["keys"]]
+    if msg.get("tools"):  # before the records that name them
+        await asyncio.to_thread(writer.add_tools, msg["tools"])
     if unit.finalize is not None:  # group finalisers live in this process: apply them here
         records = unit.finalize([EpisodeRecord.model_validate_json(raw) for raw in lines])
         fresh_records = [r for r in records if (r.arm, r.scenario, r.task_idx, r.repeat) not in done]

@@ -136,7 +136,7 @@ class AwmWorld:
         self.problems: list[LoadProblem] = list(dataset.problems)
         self._prepared: dict[str, _Prepared | _Failed] = {}
         self._build_reports: dict[str, BuildReport] = {}
-        self._locks: dict[str, asyncio.Lock] = {}
+        self._builds: dict[str, asyncio.Future[_Prepared | _Failed]] = {}
         self._ids = itertools.count()
         self._tasks = [
             Task(scenario=sc.id, task_idx=i, text=text, scenario_title=sc.title,
@@ -181,10 +181,20 @@ class AwmWorld:
         """Build the scenario's template and import its app (once); raise WorldError if it cannot load."""
         state = self._prepared.get(scenario_id)
         if state is None:
-            async with self._locks.setdefault(scenario_id, asyncio.Lock()):
-                state = self._prepared.get(scenario_id)
-                if state is None:
-                    state = self._prepared[scenario_id] = await self._build(scenario_id)
+            build = self._builds.get(scenario_id)
+            if build is None:
+                build = self._builds[scenario_id] = asyncio.ensure_future(self._build(scenario_id))
+            # An opener that is cancelled (a timeout, a trainer's Ctrl-C) must not cut the build short: a
+            # build cancelled mid-way left the scenario unable to open for the rest of the world's life.
+            try:
+                state = await asyncio.shield(build)
+            except asyncio.CancelledError:
+                raise  # the build goes on; the next opener waits for it
+            except BaseException:
+                self._builds.pop(scenario_id, None)
+                raise
+            self._prepared[scenario_id] = state
+            self._builds.pop(scenario_id, None)
         if isinstance(state, _Failed):
             raise WorldError(state.error)
         return state
@@ -234,7 +244,10 @@ class AwmWorld:
         return AwmSession(self, task, prepared, db)
 
     async def aclose(self) -> None:
-        await asyncio.gather(self.pool.aclose(), self.sandbox.aclose(), return_exceptions=True)
+        builds = list(self._builds.values())
+        for build in builds:
+            build.cancel()
+        await asyncio.gather(*builds, self.pool.aclose(), self.sandbox.aclose(), return_exceptions=True)
         self._remove_workdir()
 
     def close(self) -> None:

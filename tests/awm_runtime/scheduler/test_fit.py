@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -86,3 +87,24 @@ async def test_the_quick_preflight_sends_no_probe_completion(tmp_path: Path, tin
         prep = await prepare(config(tmp_path, s.url, tiny_dir, alias_protocol="native", preflight="quick"))
         await prep.world.aclose()
     assert s.requests == []
+
+
+async def test_remote_worlds_get_the_native_check_but_no_fit(tmp_path: Path) -> None:
+    """A remote world names its tools only when an episode opens a session: no prompt is counted for it,
+    however small the window; the native check needs no world and still refuses."""
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text('{"task": "Echo hi."}\n')
+    script = tmp_path / "server.py"
+    script.write_text("from mcp.server.fastmcp import FastMCP\nmcp = FastMCP('echo')\n"
+                      "@mcp.tool()\ndef echo(text: str) -> str:\n    return text\nmcp.run()\n")
+    worlds = f"mcp+stdio:{sys.executable} {script}"
+
+    def drops_tools(request: dict[str, Any]) -> Reply:
+        return Reply(content="OK", usage={"prompt_tokens": 20, "completion_tokens": 1, "total_tokens": 21})
+
+    with FakeOpenAI(key=KEY, models=("served",), responder=drops_tools, max_model_len=16) as s:
+        prep = await prepare(config(tmp_path, s.url, worlds, tasks_file=tasks))
+        await prep.world.aclose()
+        assert s.tokenized == []  # a 16-token window, and nothing counted: remote worlds are not fitted
+        lines = await expect_refusal(config(tmp_path, s.url, worlds, alias_protocol="native", tasks_file=tasks))
+    assert len(lines) == 1 and lines[0].startswith("arm 'main': policy 'served' speaks protocol native, but ")
