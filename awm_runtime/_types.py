@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Sequence
 from typing import Any, Literal
 
+import orjson
 from pydantic import BaseModel, ConfigDict, Field
 
 Role = Literal["system", "user", "assistant", "tool"]
@@ -16,6 +19,7 @@ FormatErrorKind = Literal[
     "unknown_tool",
     "schema_violation",
     "empty_reply",
+    "truncated",
     "multiple_calls",
 ]
 FORMAT_ERROR_KINDS: tuple[str, ...] = FormatErrorKind.__args__  # type: ignore[attr-defined]
@@ -73,6 +77,16 @@ class ToolSpec(_Model):
         }
 
 
+def tool_set(tools: Sequence[ToolSpec]) -> tuple[str, list[dict[str, Any]]]:
+    """The OpenAI function tools of a tool set, and its id: a hash of their canonical JSON.
+
+    Runs write each distinct set once to tools.jsonl and records carry only the id: a scenario's
+    35 tools are ~10-40 KB of JSON, which would otherwise repeat in every episode's record."""
+    functions = [t.to_openai() for t in tools]
+    digest = hashlib.sha256(orjson.dumps(functions, option=orjson.OPT_SORT_KEYS)).hexdigest()
+    return f"sha256:{digest[:24]}", functions
+
+
 class ToolCall(_Model):
     """A parsed, executable call: the tool's name and its decoded arguments."""
 
@@ -109,6 +123,10 @@ class Message(_Model):
     tool_error: bool | None = None  # on world results: the call failed (HTTP >= 400, bad arguments, ...)
     logprobs: list[Any] | None = None
     token_ids: list[int] | None = None
+    finish_reason: str | None = None  # on policy replies: why generation stopped (`length`: cut at max_tokens)
+    # The prompt's token ids as the serving engine tokenised it (vLLM `prompt_token_ids`): kept in memory for
+    # rollouts (integrations.trl), never written to episodes.jsonl, where it would grow with the square of the turns.
+    prompt_token_ids: list[int] | None = Field(default=None, exclude=True)
 
     def to_openai(self) -> dict[str, Any]:
         out: dict[str, Any] = {"role": self.role, "content": self.content}
@@ -275,6 +293,9 @@ class EpisodeRecord(_Model):
     advantage: float | None = None
     group: GroupInfo | None = None
     worker: WorkerRef | None = None
+    tools_id: str | None = None  # the tool set offered to the policy: a line of the run's tools.jsonl
+    # The OpenAI function tools behind tools_id, in memory only: the run directory keeps each set once.
+    tools: list[dict[str, Any]] | None = Field(default=None, exclude=True)
 
     @property
     def key(self) -> tuple[str, str, int, int]:

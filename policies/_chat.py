@@ -55,6 +55,10 @@ class ChatPolicy:
             params["chat_template_kwargs"] = {**kwargs, "enable_thinking": self.enable_thinking}
         if config.logprobs:
             params["logprobs"] = True
+            # One alternative per token, unless the alias asks for more: llama.cpp sends 20 when this is
+            # unset (about 1 KB per generated token) and none at all for 0.
+            if "top_logprobs" not in config.params:
+                params["top_logprobs"] = 1
             # vLLM's own token ids; only sent to declared vLLM endpoints, as strict servers reject it.
             if config.model.startswith("hosted_vllm/"):
                 params["return_token_ids"] = True
@@ -69,7 +73,8 @@ class ChatPolicy:
         message = Message(
             role="assistant", content=reply.content, source="policy", tool_calls=reply.tool_calls or None,
             reasoning=join_reasoning(reply.reasoning, parsed.reasoning), format_error=parsed.format_error,
-            logprobs=reply.logprobs, token_ids=reply.token_ids,
+            logprobs=reply.logprobs, token_ids=reply.token_ids, finish_reason=reply.finish_reason,
+            prompt_token_ids=reply.prompt_token_ids,
         )
         return PolicyTurn(message=message, action=parsed.action, warnings=parsed.warnings,
                           usage=reply.usage, elapsed_s=time.perf_counter() - started)

@@ -143,7 +143,8 @@ class ReplayPolicy:
             note = Message(role="assistant", content=render("replay_exhausted.md", turns=n), source="system")
             return PolicyTurn(message=note, action=FinalAnswer(logged.final_answer))
         reply = logged.replies[n]
-        parsed = self.speaker.parse(reply.content, reply.tool_calls, tools, call_id=self.speaker.call_id(messages))
+        parsed = self.speaker.parse(reply.content, reply.tool_calls, tools, call_id=self.speaker.call_id(messages),
+                                    finish_reason=reply.finish_reason)
         if parsed.format_error != reply.format_error:
             log.warning("replay_parse_changed", scenario=logged.scenario, task_idx=logged.task_idx, turn=n + 1,
                         logged=reply.format_error, now=parsed.format_error)

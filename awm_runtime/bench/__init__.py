@@ -12,4 +12,5 @@ SUITES: dict[str, str] = {
     "scale": "awm_runtime.bench._scale",
     "serve": "awm_runtime.bench._serve",
     "awm1k": "awm_runtime.bench._awm1k",
+    "real": "awm_runtime.bench._real",
 }

@@ -1,11 +1,11 @@
-"""awm-export: turn a run directory into training data (sft, grpo or pairs), one JSON object per line."""
+"""awm-export: turn a run directory into training data (sft, grpo, pairs or atif), one JSON object per line."""
 
 from __future__ import annotations
 
 import argparse
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -14,30 +14,51 @@ import orjson
 from awm_runtime._errors import ConfigError
 from awm_runtime.cli._common import guarded
 
-DESCRIPTION = """Export a run directory as training data, streaming (the run is never loaded whole).
+DESCRIPTION = """Export a run directory as training data, streaming (the run is never loaded whole). Every
+format loads with datasets.load_dataset("json", data_files=FILE) and feeds TRL as it is.
 
-  sft    one conversation per episode; the policy's well-formed replies are the targets
-         ("train": true), expert, nudge, world and system messages are context only
-  grpo   one line per complete GRPO group (awm-run --group-size): rewards and advantages
-  pairs  one line per expert intervention: the policy's action before the advice and after it"""
+  sft    one TRL tool-calling conversation per episode: {"messages", "tools", "tool_schemas", ...}.
+         Every assistant message is the policy's own reply; expert, nudge, world and system text
+         are user/tool/system context only. Episodes with a malformed reply are left out (TRL has
+         no per-message loss switch)
+  grpo   TRL prompt-only rows, one per complete GRPO group (awm-run --group-size), with scenario,
+         task_idx, group and reward columns; the members' rollouts with their advantages go to
+         --rollouts FILE (default: beside --out, as NAME.rollouts.jsonl)
+  pairs  TRL preference rows {"prompt", "chosen", "rejected"}: one per expert intervention where
+         the policy's action after the advice followed it and did better than its action before
+  atif   one Harbor ATIF-v1.6 trajectory per episode; expert consultations are subagent trajectories"""
 
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="awm-export", description=DESCRIPTION,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("run", type=Path, metavar="RUN", help="a run directory (the --out of awm-run)")
-    p.add_argument("--format", required=True, choices=("sft", "grpo", "pairs"), dest="fmt")
+    p.add_argument("--format", required=True, choices=("sft", "grpo", "pairs", "atif"), dest="fmt")
     p.add_argument("--out", type=Path, metavar="FILE", help="write JSONL here (default: stdout)")
+    p.add_argument("--rollouts", type=Path, metavar="FILE",
+                   help="grpo only: where the rollouts go (default NAME.rollouts.jsonl beside --out; "
+                        "not written when the prompts go to stdout)")
     p.add_argument("--arm", action="append", dest="arms", metavar="NAME", help="only these arms (repeatable)")
     p.add_argument("--outcomes", default="complete", metavar="LIST",
                    help="sft only: outcomes to keep, comma-separated (default complete)")
     return p
 
 
-def _lines(args: argparse.Namespace, stats: Any) -> Iterator[dict[str, Any]]:
-    from awm_runtime.export import arm_protocols, grpo, open_run, pairs, records, sft
+def rollouts_path(args: argparse.Namespace) -> Path | None:
+    if args.fmt != "grpo":
+        if args.rollouts:
+            raise ConfigError("--rollouts is for --format grpo")
+        return None
+    if args.rollouts:
+        return Path(args.rollouts)
+    return args.out.with_name(f"{args.out.stem}.rollouts.jsonl") if args.out else None
 
-    manifest = open_run(args.run)
+
+def _lines(args: argparse.Namespace, stats: Any, rollouts: Callable[[dict[str, Any]], None] | None
+           ) -> Iterator[dict[str, Any]]:
+    from awm_runtime.export import atif, grpo, pairs, records, run_source, sft
+
+    source = run_source(args.run)
     rows = records(args.run, set(args.arms) if args.arms else None)
     if args.fmt == "sft":
         outcomes = {o.strip() for o in args.outcomes.split(",") if o.strip()}
@@ -45,10 +66,12 @@ def _lines(args: argparse.Namespace, stats: Any) -> Iterator[dict[str, Any]]:
         if unknown:
             raise ConfigError(f"--outcomes: unknown outcome {sorted(unknown)[0]!r}; use complete, incomplete, "
                               "format_error or error")
-        return sft(rows, stats, outcomes=outcomes)
+        return sft(rows, stats, source, outcomes=outcomes)
     if args.fmt == "grpo":
-        return grpo(rows, stats)
-    return pairs(rows, stats, arm_protocols(manifest))
+        return grpo(rows, stats, source, rollouts)
+    if args.fmt == "atif":
+        return atif(rows, stats, source)
+    return pairs(rows, stats, source)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -58,7 +81,16 @@ def main(argv: list[str] | None = None) -> int:
         from awm_runtime.export import ExportStats
 
         stats = ExportStats()
-        lines = _lines(args, stats)
+        side = rollouts_path(args)
+        side_out: IO[bytes] | None = side.open("wb") if side else None
+        written = [0]
+
+        def rollout(row: dict[str, Any]) -> None:
+            assert side_out is not None
+            side_out.write(orjson.dumps(row) + b"\n")
+            written[0] += 1
+
+        lines = _lines(args, stats, rollout if side_out else None)
         out: IO[bytes] = args.out.open("wb") if args.out else sys.stdout.buffer
         try:
             for line in lines:
@@ -70,9 +102,13 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             if args.out:
                 out.close()
+            if side_out:
+                side_out.close()
         skipped = ", ".join(f"{n} {why}" for why, n in stats.skipped.items()) or "none"
         print(f"awm-export: {stats.lines} {args.fmt} lines from {stats.records} records; skipped: {skipped}",
               file=sys.stderr)
+        if side:
+            print(f"awm-export: {written[0]} rollouts in {side}", file=sys.stderr)
         if args.fmt == "grpo" and stats.lines == 0 and stats.skipped.get("not in a group"):
             print("awm-export: this run has no GRPO groups; run awm-run with --group-size G", file=sys.stderr)
         return 0

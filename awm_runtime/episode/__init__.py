@@ -1,7 +1,7 @@
 """The episode loop, embeddable in any asyncio application."""
 
 from awm_runtime.episode._advice import reference_plan, summarize_trajectory
-from awm_runtime.episode._loop import EpisodeLimits, ExpertBudget, Harness, run_episode
+from awm_runtime.episode._loop import EpisodeLimits, ExpertBudget, Harness, offered_tools, run_episode
 from awm_runtime.episode._tools import ASK_EXPERT, ask_expert_spec, tool_listing
 
 __all__ = [
@@ -10,6 +10,7 @@ __all__ = [
     "ExpertBudget",
     "Harness",
     "ask_expert_spec",
+    "offered_tools",
     "reference_plan",
     "run_episode",
     "summarize_trajectory",

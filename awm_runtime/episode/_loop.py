@@ -150,10 +150,16 @@ def _askable(harness: Harness) -> bool:
     return expert is not None and (not isinstance(expert, Advisor) or expert.askable)
 
 
+def offered_tools(harness: Harness, world_tools: Sequence[ToolSpec]) -> list[ToolSpec]:
+    """The tools the policy is offered: the world's, and ask_expert when the expert may be asked."""
+    return [*world_tools, ask_expert_spec()] if _askable(harness) else list(world_tools)
+
+
 async def _play(ep: EpisodeState, session: WorldSession, harness: Harness, sinks: Sequence[Sink]) -> None:
     expert = harness.expert if _askable(harness) else None
     world_tools = list(session.tools)
-    tools: list[ToolSpec] = [*world_tools, ask_expert_spec()] if expert else world_tools
+    tools = offered_tools(harness, world_tools)
+    ep.tools = tools
     ep.add(harness.policy.begin(ep.task, tools))
     if isinstance(harness.expert, Advisor):
         await _opening_advice(ep, harness.expert, world_tools, harness, sinks)

@@ -19,8 +19,10 @@ from awm_runtime._types import (
     ModelRef,
     NudgeEvent,
     Task,
+    ToolSpec,
     Usage,
     Verdict,
+    tool_set,
 )
 from awm_runtime.episode._outcome import Ending, ending_for, settle
 
@@ -34,6 +36,7 @@ class EpisodeState:
     policy: ModelRef
     expert: ModelRef | None
     messages: list[Message] = field(default_factory=list)
+    tools: list[ToolSpec] | None = None  # what the policy was offered (world tools, plus ask_expert)
     turn: int = 0
     tool_calls: int = 0
     tool_errors: int = 0
@@ -134,6 +137,7 @@ class EpisodeState:
         ending = self.ending or Ending("runtime_error", ErrorInfo(error_class="Unexpected.NoEnding",
                                                                   message="the episode stopped without an ending"))
         outcome, end_reason, error = settle(ending, verdict)
+        tools_id, tools = tool_set(self.tools) if self.tools is not None else (None, None)
         return EpisodeRecord(
             episode_id=self.episode_id, run_id=self.run_id, arm=self.spec.arm, scenario=self.spec.scenario,
             task_idx=self.spec.task_idx, repeat=self.spec.repeat, seed=self.spec.seed, task=self.task.text,
@@ -146,6 +150,7 @@ class EpisodeState:
             nudge_log=self.nudge_log, final_answer=self.final_answer, messages=self.messages,
             usage={k: v for k, v in self.usage.items() if v.calls or k == "policy"},
             timings={k: round(v, 6) for k, v in self.timings.items()}, error=error, group_id=self.spec.group_id,
+            tools_id=tools_id, tools=tools,
         )
 
 

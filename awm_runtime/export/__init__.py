@@ -1,15 +1,28 @@
-"""Training exports of a run directory: SFT conversations, GRPO groups, and before/after-advice pairs."""
+"""Training exports of a run directory, in the shapes trainers load as they are.
 
-from awm_runtime.export._formats import ExportStats, grpo, pairs, sft
+sft (TRL tool-calling conversations), grpo (TRL prompt-only rows, plus the rollouts with their
+advantages), pairs (TRL preference rows around expert interventions), atif (Harbor's ATIF-v1.6).
+"""
+
+from awm_runtime.export._atif import atif, trajectory, validate
+from awm_runtime.export._grpo import grpo
+from awm_runtime.export._pairs import followed, pairs
 from awm_runtime.export._read import (
+    ExportStats,
+    RunSource,
     action_of,
     arm_protocols,
-    chat_message,
     guess_protocol,
     is_target,
     open_run,
     records,
+    run_source,
 )
+from awm_runtime.export._rows import trl_message, trl_messages
+from awm_runtime.export._sft import sft
 
-__all__ = ["ExportStats", "action_of", "arm_protocols", "chat_message", "grpo", "guess_protocol", "is_target",
-           "open_run", "pairs", "records", "sft"]
+FORMATS = ("sft", "grpo", "pairs", "atif")
+
+__all__ = ["FORMATS", "ExportStats", "RunSource", "action_of", "arm_protocols", "atif", "followed", "grpo",
+           "guess_protocol", "is_target", "open_run", "pairs", "records", "run_source", "sft", "trajectory",
+           "trl_message", "trl_messages", "validate"]

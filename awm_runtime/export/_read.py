@@ -1,18 +1,42 @@
-"""Reading a run directory for export: records streamed, each arm's tool-call protocol, replies parsed."""
+"""Reading a run directory for export: records streamed, tool sets, each record's protocol, replies parsed."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from awm_runtime._errors import AwmError, ConfigError
 from awm_runtime._interfaces import CallTool, FinalAnswer, ListTools, Malformed
-from awm_runtime.logs import EPISODES, MANIFEST, iter_records, read_manifest
+from awm_runtime.logs import EPISODES, MANIFEST, ToolSets, iter_records, read_manifest, read_tool_sets
 from awm_runtime.policies.protocols import parse_reply
 
-# Fields of a recorded message that a trainer sees; everything else (turn, token data) is ours.
-_CHAT_FIELDS = ("role", "content", "tool_calls", "tool_call_id", "name")
+
+@dataclass(slots=True)
+class ExportStats:
+    records: int = 0
+    lines: int = 0
+    skipped: Counter[str] = field(default_factory=Counter)
+
+
+@dataclass(slots=True)
+class RunSource:
+    """What an export needs from a run directory besides its records: protocols and tool sets."""
+
+    path: Path
+    manifest: dict[str, Any]
+    protocols: dict[str, str]  # arm -> protocol, from the run's aliases (older records lack policy.protocol)
+    tool_sets: ToolSets
+
+    def protocol(self, record: dict[str, Any]) -> str | None:
+        return (record.get("policy") or {}).get("protocol") or self.protocols.get(record.get("arm", ""))
+
+    def tools(self, record: dict[str, Any]) -> list[dict[str, Any]] | None:
+        """The OpenAI function tools the episode offered, or None (a run from before tools.jsonl)."""
+        tid = record.get("tools_id")
+        return self.tool_sets.get(tid) if tid else None
 
 
 class _AnyTool:
@@ -31,6 +55,11 @@ def open_run(run: Path) -> dict[str, Any]:
         return read_manifest(run) if (run / MANIFEST).is_file() else {}
     except ValueError as exc:
         raise ConfigError(f"{run / MANIFEST}: not valid JSON ({exc})") from None
+
+
+def run_source(run: Path) -> RunSource:
+    manifest = open_run(run)
+    return RunSource(Path(run), manifest, arm_protocols(manifest), read_tool_sets(Path(run)))
 
 
 def arm_protocols(manifest: dict[str, Any]) -> dict[str, str]:
@@ -62,7 +91,7 @@ def guess_protocol(message: dict[str, Any]) -> str:
 def action_of(message: dict[str, Any], protocol: str | None) -> dict[str, Any]:
     """A recorded policy reply, interpreted by the one parser (policies.protocols.parse_reply)."""
     parsed = parse_reply(protocol or guess_protocol(message), message.get("content"), message.get("tool_calls"),
-                         _AnyTool())  # type: ignore[arg-type]
+                         _AnyTool(), finish_reason=message.get("finish_reason"))  # type: ignore[arg-type]
     action = parsed.action
     if isinstance(action, CallTool):
         return {"kind": "call", "tool": action.call.name, "arguments": action.call.arguments}
@@ -72,18 +101,6 @@ def action_of(message: dict[str, Any], protocol: str | None) -> dict[str, Any]:
         return {"kind": "final", "text": action.text}
     assert isinstance(action, Malformed)
     return {"kind": "malformed", "format_error": action.kind, "detail": action.detail}
-
-
-def chat_message(message: dict[str, Any], *, train: bool) -> dict[str, Any]:
-    """OpenAI chat fields plus `source` and `train` (whether this message is a training target)."""
-    out = {k: message[k] for k in _CHAT_FIELDS if message.get(k) is not None}
-    out.setdefault("content", None)
-    out["source"] = message.get("source")
-    for extra in ("reasoning", "format_error"):  # why a policy reply is no target, when it is not
-        if message.get(extra):
-            out[extra] = message[extra]
-    out["train"] = train
-    return out
 
 
 def is_target(message: dict[str, Any]) -> bool:

@@ -1,14 +1,16 @@
-"""The run directory (BRIEF §5): manifest.json, events.jsonl, episodes.jsonl, summary.json.
+"""The run directory (BRIEF §5): manifest.json, events.jsonl, episodes.jsonl, tools.jsonl, summary.json.
 
 episodes.jsonl is append-only: one record per finished episode, each written with a single
-O_APPEND write so a crash can tear at most the last line, which readers skip.
+O_APPEND write so a crash can tear at most the last line, which readers skip. tools.jsonl holds
+each distinct tool set offered to a policy once, `{"tools_id", "tools"}`, written before the first
+record that names it; records carry only the `tools_id`.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +20,8 @@ from awm_runtime._types import EpisodeRecord
 from awm_runtime.logs._redact import scrub_bytes
 
 MANIFEST, EVENTS, EPISODES, SUMMARY = "manifest.json", "events.jsonl", "episodes.jsonl", "summary.json"
+TOOLS = "tools.jsonl"
+ToolSets = dict[str, list[dict[str, Any]]]
 EpisodeKey = tuple[str, str, int, int]
 
 
@@ -30,6 +34,20 @@ class RunDirWriter:
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
         self._fd = os.open(self.root / EPISODES, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        self._tool_ids: set[str] | None = None  # read from tools.jsonl at the first new set (resume)
+
+    def add_tools(self, sets: ToolSets) -> None:
+        """Append the tool sets not yet in tools.jsonl (callers run this off the event loop, before the
+        records that name them are appended)."""
+        if self._tool_ids is None:
+            self._tool_ids = set(read_tool_sets(self.root))
+        lines = [orjson.dumps({"tools_id": tid, "tools": tools}) + b"\n" for tid, tools in sets.items()
+                 if tid not in self._tool_ids]
+        if not lines:
+            return
+        with (self.root / TOOLS).open("ab") as fh:
+            fh.write(scrub_bytes(b"".join(lines)))  # tool schemas come from world code: redacted like records
+        self._tool_ids.update(sets)
 
     def append(self, line: bytes) -> None:
         """Write one record line with one syscall (callers run this off the event loop); key values the
@@ -63,6 +81,32 @@ def iter_records(root: Path) -> Iterator[dict[str, Any]]:
                 yield orjson.loads(line)
             except orjson.JSONDecodeError:
                 continue
+
+
+def new_tool_sets(records: Iterable[EpisodeRecord], seen: set[str]) -> ToolSets:
+    """The in-memory tool sets of `records` whose ids are not in `seen` (which this adds them to)."""
+    out: ToolSets = {}
+    for r in records:
+        if r.tools_id and r.tools is not None and r.tools_id not in seen:
+            seen.add(r.tools_id)
+            out[r.tools_id] = r.tools
+    return out
+
+
+def read_tool_sets(root: Path) -> ToolSets:
+    """tools_id -> OpenAI function tools, from a run directory's tools.jsonl ({} if it has none)."""
+    path = Path(root) / TOOLS
+    out: ToolSets = {}
+    if not path.is_file():
+        return out
+    with path.open("rb") as fh:
+        for line in fh:
+            try:
+                row = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                continue  # a torn last line: its records were never written after it
+            out[row["tools_id"]] = row["tools"]
+    return out
 
 
 def completed_keys(root: Path) -> set[EpisodeKey]:

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from awm_runtime.models._exceptions import AttemptError
+from awm_runtime.models._local import stop_local_servers
 from awm_runtime.models._reply import ModelReply
 from awm_runtime.models._route import Route
 from awm_runtime.models._transport import IN_PROCESS, use_transport, uses_call_procs
@@ -163,11 +164,13 @@ async def stop_call_procs() -> None:
 
 
 async def shutdown() -> None:
-    """End what the model layer holds open in this event loop: model-call processes and HTTP sessions."""
+    """End what the model layer holds open in this event loop: model-call processes, HTTP sessions, and
+    the local model servers this process started."""
     from awm_runtime.models._http import close_sessions
 
     await stop_call_procs()
     await close_sessions()
+    await stop_local_servers()
 
 
 def call_proc_pids() -> list[int]:

@@ -32,18 +32,28 @@ class ModelClient:
     """Calls one alias on behalf of one role (policy, expert or judge)."""
 
     def __init__(self, config: ModelConfig, role: str, *, transport: Transport | None = None) -> None:
-        self.config = config
         self.role = role
-        self.route = Route(role, config.alias, config.model, config.api_base, config.api_key_env)
+        self._use(config)
         self.retry_policy = RetryPolicy.of(config)
-        self._limiter = limiter_for(config.endpoint, config.api_key_env, config.max_concurrency, role,
-                                    rpm=config.rpm, tpm=config.tpm)
         self._transport = transport  # resolved at the first call, so model-call processes started after us are used
         self.prices: Prices = prices_for(config)  # now, at build time: never a file read mid-run
+
+    def _use(self, config: ModelConfig) -> None:
+        self.config = config
+        self.route = Route(self.role, config.alias, config.model, config.api_base, config.api_key_env)
+        self._limiter = limiter_for(config.endpoint, config.api_key_env, config.max_concurrency, self.role,
+                                    rpm=config.rpm, tpm=config.tpm)
+
+    def bind(self, api_base: str) -> None:
+        """Point a local alias's client at the server started for it (models/_local.py), before any call."""
+        self._use(self.config.model_copy(update={"api_base": api_base}))
 
     async def complete(self, messages: list[dict[str, Any]], *, tools: list[dict[str, Any]] | None = None,
                        params: dict[str, Any] | None = None) -> ModelReply:
         """One completion, retried by error class. Raises ModelError when it fails for good."""
+        if self.config.needs_local_server:  # never let an unbound local alias fall through to a hosted API
+            raise ModelError(f"{self.role} model {self.config.alias!r}: its local server was not started",
+                             kind="fatal", role=self.role, alias=self.config.alias)
         call_params: dict[str, Any] = {**self.config.params, **(params or {})}
         if tools:
             call_params["tools"] = tools

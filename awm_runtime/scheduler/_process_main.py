@@ -21,7 +21,7 @@ from awm_runtime._errors import ConfigError
 from awm_runtime._types import EpisodeRecord, EpisodeSpec
 from awm_runtime._units import Unit
 from awm_runtime.isolation import mark_private
-from awm_runtime.logs import EventLogSink, EventStream, configure_logging, record_line
+from awm_runtime.logs import EventLogSink, EventStream, configure_logging, new_tool_sets, record_line
 from awm_runtime.report import summary_fields
 from awm_runtime.scheduler._control import LoopLag, RunControl, cpu_s, must_finish, peak_rss_mib, rss_mib
 from awm_runtime.scheduler._episode_pool import EpisodePool
@@ -73,7 +73,8 @@ async def _serve(fd: int) -> int:
     configure_logging(events)
     try:
         config = RunConfig(**init["config"])
-        prep = await prepare(config, check=False, shard=(int(init["shard"]), int(init["shards"])))
+        prep = await prepare(config, check=False, shard=(int(init["shard"]), int(init["shards"])),
+                             local_bases=init.get("local_servers") or {})
     except Exception as exc:  # the parent reports it; a shard has no terminal of its own
         await link.send({"t": "error", "message": f"{type(exc).__name__}: {exc}",
                          "config": isinstance(exc, ConfigError)})
@@ -87,6 +88,7 @@ async def _serve(fd: int) -> int:
     queue: asyncio.Queue[Unit | None] = asyncio.Queue()
     ids: dict[int, int] = {}  # id(unit) -> parent's unit id
     lag = LoopLag()
+    sent_tools: set[str] = set()  # tool sets this shard already sent; the parent writes each once
 
     async def next_unit() -> Unit | None:
         unit = await queue.get()
@@ -98,7 +100,8 @@ async def _serve(fd: int) -> int:
         payload = await asyncio.to_thread(lambda: b"".join(record_line(r) for r in records))
         await link.send({"t": "unit", "id": ids.pop(id(unit)), "n": len(records),
                          "keys": [[r.arm, r.scenario, r.task_idx, r.repeat] for r in records],
-                         "stats": [summary_fields(r) for r in records]}, payload)
+                         "stats": [summary_fields(r) for r in records],
+                         "tools": new_tool_sets(records, sent_tools)}, payload)
 
     async def listen() -> None:
         while line := await link.stdin.readline():

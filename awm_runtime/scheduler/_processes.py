@@ -25,6 +25,7 @@ from awm_runtime._config import RunConfig
 from awm_runtime._errors import AwmError, ConfigError
 from awm_runtime._types import EpisodeRecord
 from awm_runtime.logs import EVENTS, RunDirWriter, record_line
+from awm_runtime.models._local import local_bases
 from awm_runtime.scheduler._control import RunControl, must_finish
 from awm_runtime.scheduler._plan import split
 from awm_runtime.scheduler._progress import RunProgress, merge_endpoints
@@ -98,7 +99,7 @@ async def run_sharded(config: RunConfig, prep: PreparedRun, run_id: str, out: Pa
                       done: set[tuple[str, str, int, int]]) -> dict[str, Any]:
     """Run `units` on `shards` worker processes; returns per-shard figures for the summary."""
     init = {"t": "init", "config": config.model_dump(mode="json"), "run_id": run_id, "events": str(out / EVENTS),
-            "shards": shards, "grace_s": control.grace_s}
+            "shards": shards, "grace_s": control.grace_s, "local_servers": local_bases()}
     fleet = [await _spawn(i, cap, init, out) for i, cap in enumerate(split(config.concurrency, shards))]
     for s in fleet:
         log.info("shard_started", shard=s.index, pid=s.proc.pid, concurrency=s.capacity)
@@ -192,6 +193,8 @@ async def _serve(shard: Shard, feeder: _Feeder, prep: PreparedRun, progress: Run
 async def _write(unit: Unit, lines: list[bytes], msg: dict[str, Any], progress: RunProgress,
                  writer: RunDirWriter, done: set[tuple[str, str, int, int]]) -> None:
     keys = [tuple(k) for k in msg["keys"]]
+    if msg.get("tools"):  # before the records that name them
+        await asyncio.to_thread(writer.add_tools, msg["tools"])
     if unit.finalize is not None:  # group finalisers live in this process: apply them here
         records = unit.finalize([EpisodeRecord.model_validate_json(raw) for raw in lines])
         fresh_records = [r for r in records if (r.arm, r.scenario, r.task_idx, r.repeat) not in done]

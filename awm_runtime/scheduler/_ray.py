@@ -29,7 +29,7 @@ import structlog
 from awm_runtime._config import RunConfig
 from awm_runtime._errors import ConfigError, WorkerLost
 from awm_runtime._types import EpisodeRecord, EpisodeSpec
-from awm_runtime.logs import EventStream
+from awm_runtime.logs import EventStream, ToolSets
 from awm_runtime.models import EndpointStats, LimitsService, limiter_specs
 from awm_runtime.scheduler._control import RunControl, must_finish
 from awm_runtime.scheduler._plan import split
@@ -105,6 +105,7 @@ class RayCluster:
         self.limits: Any = None
         self.nodes: list[dict[str, Any]] = []
         self.reruns = 0
+        self.tool_sets: ToolSets = {}  # every actor's tool sets by id: records travel with their id only
         self._limits_view: list[EndpointStats] = []
         self._waiters: list[asyncio.Future[None]] = []
         self._background: list[asyncio.Task[None]] = []
@@ -216,7 +217,11 @@ class RayCluster:
             finally:
                 self._give(actor)
             if reply["status"] == "done":
-                return parse_record(reply["lines"])
+                record = parse_record(reply["lines"])
+                self.tool_sets.update(reply.get("tools") or {})
+                if record.tools_id is not None:  # so that the driver writes the set to tools.jsonl
+                    record.tools = self.tool_sets.get(record.tools_id)
+                return record
             if reply["status"] == "lost":  # the limits actor is gone: no call may go out unlimited, so stop
                 if not self.control.stop_requested:
                     log.error("limits_actor_lost", actor=actor.index, note="the run stops; --resume continues it")

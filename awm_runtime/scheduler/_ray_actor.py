@@ -28,7 +28,7 @@ from awm_runtime._config import RunConfig
 from awm_runtime._errors import AwmError, ConfigError
 from awm_runtime._types import EpisodeRecord, EpisodeSpec, Task, WorkerRef
 from awm_runtime._units import Unit
-from awm_runtime.logs import EventLogSink, configure_logging, record_line
+from awm_runtime.logs import EventLogSink, configure_logging, new_tool_sets, record_line
 from awm_runtime.models import endpoint_stats, shutdown, use_cluster_limits
 from awm_runtime.models._cluster_limits import RENEW_EVERY_S
 from awm_runtime.models._exceptions import AttemptError
@@ -127,6 +127,7 @@ class EpisodeActor:
         self._leases: RayLeases | None = None
         self._tmp: tempfile.TemporaryDirectory[str] | None = None
         self.episodes = 0
+        self._sent_tools: set[str] = set()  # tool sets this actor already sent; the driver writes each once
         self._overhead: dict[str, float] = {}
         self._ready_cpu_s = 0.0
 
@@ -205,7 +206,11 @@ class EpisodeActor:
         self.episodes += len(records)
         if future is not None and not future.done():
             lost = self._leases is not None and self._leases.broken  # not the episode's fault: not a record
-            future.set_result({"status": "lost"} if lost else {"status": "done", "lines": payload})
+            if lost:
+                future.set_result({"status": "lost"})
+            else:  # each tool set goes once, with the first record of this actor that names it
+                future.set_result({"status": "done", "lines": payload,
+                                   "tools": new_tool_sets(records, self._sent_tools)})
 
     def _release_waiting(self) -> None:
         """The pool has ended (stop, or finish): episodes it never ran or cancelled go back as `not_run`."""

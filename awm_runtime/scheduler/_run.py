@@ -32,6 +32,7 @@ from awm_runtime.logs import (
     RunDirWriter,
     configure_logging,
     iter_records,
+    new_tool_sets,
     record_line,
     repair_tail,
 )
@@ -109,9 +110,15 @@ async def run(config: RunConfig, *, sinks: Sequence[Sink] = (), prepared: Prepar
     outcome: dict[str, Any] = {}
     cluster: RayCluster | None = None
 
+    tool_ids: set[str] = set()
+
+    def write(fresh: list[EpisodeRecord]) -> None:
+        writer.add_tools(new_tool_sets(fresh, tool_ids))  # a set's line lands before any record naming it
+        writer.append(b"".join(record_line(r) for r in fresh))
+
     async def record(unit: Unit, records: list[EpisodeRecord]) -> None:
         fresh = [r for r in records if (r.arm, r.scenario, r.task_idx, r.repeat) not in done]
-        await asyncio.to_thread(lambda: writer.append(b"".join(record_line(r) for r in fresh)))
+        await asyncio.to_thread(write, fresh)
         for r in fresh:
             progress.stats.add(r)
         progress.recorded += len(fresh)

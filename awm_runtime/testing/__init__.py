@@ -3,6 +3,17 @@
 from awm_runtime.testing._hub import FakeHub
 from awm_runtime.testing._ray_cluster import LoopbackRayCluster
 from awm_runtime.testing._server import FakeOpenAI, Reply, Responder, sim_responder, storm, teach_builtin
+from awm_runtime.testing._tokens import ChatML, with_token_ids
 
-__all__ = ["FakeHub", "FakeOpenAI", "LoopbackRayCluster", "Reply", "Responder", "sim_responder", "storm",
-           "teach_builtin"]
+__all__ = [
+    "ChatML",
+    "FakeHub",
+    "FakeOpenAI",
+    "LoopbackRayCluster",
+    "Reply",
+    "Responder",
+    "sim_responder",
+    "storm",
+    "teach_builtin",
+    "with_token_ids",
+]

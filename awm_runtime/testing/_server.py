@@ -48,11 +48,18 @@ class Reply:
                    body=json.dumps({"error": {"message": message, "type": "scripted", "code": status}}))
 
 
+def prompt_tokens(request: dict[str, Any]) -> int:
+    """A stand-in tokenizer: 4 characters a token. Like a real server's, it counts the tools too (the
+    preflight's native probe compares prompts with and without them)."""
+    return (sum(len(str(m.get("content") or "")) for m in request.get("messages", []))
+            + len(json.dumps(request["tools"]) if request.get("tools") else "")) // 4
+
+
 def _completion(request: dict[str, Any], reply: Reply) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": reply.content, **reply.extra_message}
     if reply.tool_calls:
         message["tool_calls"] = reply.tool_calls
-    prompt = sum(len(str(m.get("content") or "")) for m in request.get("messages", [])) // 4
+    prompt = prompt_tokens(request)
     completion = (len(reply.content or "") + len(json.dumps(reply.tool_calls or []))) // 4
     return {
         "id": f"chatcmpl-{uuid.uuid4().hex[:12]}", "object": "chat.completion", "created": int(time.time()),
@@ -70,10 +77,11 @@ class FakeOpenAI:
     def __init__(self, *, key: str | None = None, models: tuple[str, ...] = ("fake-model",),
                  script: list[Reply] | None = None, responder: Responder | None = None,
                  default: Reply | None = None, max_lifetime_s: float = 300.0, port: int = 0,
-                 leak_key: bool = False) -> None:
+                 leak_key: bool = False, max_model_len: int | None = None) -> None:
         self.key = key
         self.leak_key = leak_key  # answer a wrong key with the key itself, as careless providers do
         self.models = models
+        self.max_model_len = max_model_len  # set: answer like vLLM (/v1/models max_model_len, POST /tokenize)
         self.script: deque[Reply] = deque(script or [])
         self.responder = responder
         self.default = default or Reply()
@@ -81,6 +89,7 @@ class FakeOpenAI:
         self.requests: list[dict[str, Any]] = []
         self.in_flight = 0  # chat completions being answered right now
         self.max_in_flight = 0  # the most ever answered at once (concurrency limits are checked against it)
+        self.tokenized: list[dict[str, Any]] = []  # bodies POSTed to /tokenize
         self._port = port
         self._server: Any = None
         self._thread: threading.Thread | None = None
@@ -110,8 +119,20 @@ class FakeOpenAI:
 
         @app.get("/v1/models")
         async def models(request: Request) -> Response:
+            window = {"max_model_len": self.max_model_len} if self.max_model_len else {}
             return unauthorized(request) or JSONResponse(
-                {"object": "list", "data": [{"id": m, "object": "model", "owned_by": "awm"} for m in self.models]})
+                {"object": "list", "data": [{"id": m, "object": "model", "owned_by": "awm", **window}
+                                            for m in self.models]})
+
+        @app.post("/tokenize")
+        async def tokenize(request: Request) -> Response:
+            if not self.max_model_len:
+                return JSONResponse({"detail": "Not Found"}, status_code=404)
+            body = await request.json()
+            self.tokenized.append(body)
+            count = prompt_tokens(body) if "messages" in body else len(str(body.get("prompt", ""))) // 4
+            return unauthorized(request) or JSONResponse(
+                {"count": count, "max_model_len": self.max_model_len, "tokens": list(range(count))})
 
         @app.post("/v1/chat/completions")
         async def chat(request: Request) -> Response:

@@ -144,7 +144,7 @@ class AwmWorld:
                                  problems=self.problems)
         self._prepared: dict[str, _Prepared | _Failed] = {}
         self._build_reports: dict[str, BuildReport] = {}
-        self._locks: dict[str, asyncio.Lock] = {}
+        self._builds: dict[str, asyncio.Future[_Prepared | _Failed]] = {}
         self._holds: Counter[str] = Counter()  # scenario -> open episodes and builds in progress
         self._idle: OrderedDict[str, None] = OrderedDict()  # built scenarios with no hold, oldest first
         self._tool_names: dict[str, tuple[str, ...]] = {}  # kept after eviction: a few hundred bytes each
@@ -211,10 +211,20 @@ class AwmWorld:
     async def _prepare(self, scenario_id: str) -> _Prepared:
         state = self._prepared.get(scenario_id)
         if state is None:
-            async with self._locks.setdefault(scenario_id, asyncio.Lock()):
-                state = self._prepared.get(scenario_id)
-                if state is None:
-                    state = self._prepared[scenario_id] = await self._build(scenario_id)
+            build = self._builds.get(scenario_id)
+            if build is None:
+                build = self._builds[scenario_id] = asyncio.ensure_future(self._build(scenario_id))
+            # An opener that is cancelled (a timeout, a trainer's Ctrl-C) must not cut the build short: a
+            # build cancelled mid-way left the scenario unable to open for the rest of the world's life.
+            try:
+                state = await asyncio.shield(build)
+            except asyncio.CancelledError:
+                raise  # the build goes on; the next opener waits for it
+            except BaseException:
+                self._builds.pop(scenario_id, None)
+                raise
+            self._prepared[scenario_id] = state
+            self._builds.pop(scenario_id, None)
         if isinstance(state, _Failed):
             raise WorldError(state.error)
         return state
@@ -241,7 +251,6 @@ class AwmWorld:
         state = self._prepared.pop(scenario_id)
         assert isinstance(state, _Prepared)
         self._idle.pop(scenario_id, None)
-        self._locks.pop(scenario_id, None)
         self.pool.evict(scenario_id)  # its workers are stopped: a process is how a module's memory goes
         shutil.rmtree(state.template.parent, ignore_errors=True)  # initial.db and the (empty) episodes/
         self.evictions += 1
@@ -319,7 +328,10 @@ class AwmWorld:
                 "idle": len(self._idle), "workers_started": self.pool.started}
 
     async def aclose(self) -> None:
-        await asyncio.gather(self.pool.aclose(), self.sandbox.aclose(), return_exceptions=True)
+        builds = list(self._builds.values())
+        for build in builds:
+            build.cancel()
+        await asyncio.gather(*builds, self.pool.aclose(), self.sandbox.aclose(), return_exceptions=True)
         self._remove_workdir()
 
     def close(self) -> None:

@@ -4,6 +4,9 @@ Every reply becomes exactly one `Parsed`: an action (a call, list_tools, a final
 or a typed format error, plus warnings that are counted but do not stop the action.
 Nothing is dropped silently. The rules, and why, are in docs/policies.md.
 
+A reply the server cut off at `max_tokens` (`finish_reason: length`) that is not a complete call is
+`truncated`: neither a final answer nor a malformed call, since what it would have said is unknown.
+
 Envelope first, leniency inside it: a call must sit in its protocol's envelope (`tool_calls`
 for native; `<tool_call>` tags for hermes and awm, which native accepts as a fallback). Inside
 the envelope the parser is lenient (list unwrap, arguments as string or object, `mcp_tool_`
@@ -105,8 +108,8 @@ def _empty(think: _Think, finish_reason: str | None, separated: str | None) -> M
     if think.hid_call or (separated and _OPEN.search(separated)):
         return Malformed("empty_reply", "the only tool call is inside <think>…</think>, where it is not "
                                         "executed; write the call after </think>")
-    if think.cut_off or finish_reason == "length":
-        return Malformed("empty_reply", "the reply was cut off (max_tokens) before it answered")
+    if finish_reason == "length":
+        return Malformed("truncated", "the reply hit max_tokens before it answered or called a tool")
     if think.reasoning or separated:
         return Malformed("empty_reply", "the reply holds only <think> reasoning and no answer or tool call")
     return Malformed("empty_reply", "the reply was empty")
@@ -217,9 +220,11 @@ def _from_tags(visible: str, think: _Think, tool_names: Collection[str], call_id
     warnings: tuple[str, ...] = ("multiple_calls",) if len(opens) > 1 else ()
     start = opens[0].end()
     close = _CLOSE.search(visible, start)
+    if close is None and finish_reason == "length":
+        return Parsed(Malformed("truncated", "the reply hit max_tokens inside <tool_call>, before the call was "
+                                             "complete"), warnings, think.reasoning)
     if close is None or (len(opens) > 1 and opens[1].start() < close.start()):
-        return Parsed(Malformed("unclosed_tag", "<tool_call> was opened but never closed" + _cut(finish_reason)),
-                      warnings, think.reasoning)
+        return Parsed(Malformed("unclosed_tag", "<tool_call> was opened but never closed"), warnings, think.reasoning)
     body = visible[start:close.start()]
     if not body.strip():
         return Parsed(Malformed("invalid_json", "the <tool_call> tags are empty"), warnings, think.reasoning)
@@ -235,12 +240,14 @@ def _from_tags(visible: str, think: _Think, tool_names: Collection[str], call_id
 
 
 def _from_calls(calls: list[dict[str, Any]], think: _Think, tool_names: Collection[str], call_id: str,
-                unwrap: Unwrap | None) -> Parsed:
+                unwrap: Unwrap | None, finish_reason: str | None) -> Parsed:
     """The first entry of OpenAI `tool_calls` is the action."""
     fn = calls[0].get("function") or {}
     warnings: tuple[str, ...] = ("multiple_calls",) if len(calls) > 1 else ()
     data = {"name": fn.get("name"), "arguments": fn.get("arguments")}
     action, warnings = _decide(data, warnings, tool_names, calls[0].get("id") or call_id, unwrap)
+    if finish_reason == "length" and isinstance(action, Malformed) and action.kind == "invalid_json":
+        action = Malformed("truncated", "the reply hit max_tokens inside the call's arguments")
     return Parsed(action, warnings, think.reasoning)
 
 
@@ -261,7 +268,7 @@ def _parse(rules: _Rules, content: str | None, tool_calls: list[dict[str, Any]] 
     calls = [c for c in tool_calls or [] if isinstance(c, dict)]
     tagged = bool(_OPEN.search(visible) or _CLOSE.search(visible))
     if calls and (rules.prefer_calls or not tagged):
-        return _from_calls(calls, think, tool_names, call_id, rules.unwrap)
+        return _from_calls(calls, think, tool_names, call_id, rules.unwrap, finish_reason)
     if not visible:
         return Parsed(_empty(think, finish_reason, separated), reasoning=think.reasoning)
     if tagged:
@@ -269,6 +276,9 @@ def _parse(rules: _Rules, content: str | None, tool_calls: list[dict[str, Any]] 
     if _bare_call(visible, tool_names, rules.meta):
         return Parsed(Malformed("schema_violation", f"the tool call is bare JSON; put it {rules.envelope}"),
                       reasoning=think.reasoning)
+    if finish_reason == "length":  # a cut-off answer is not the answer the model meant to give
+        return Parsed(Malformed("truncated", "the reply hit max_tokens before it ended, so it is neither a "
+                                             "complete answer nor a tool call"), reasoning=think.reasoning)
     return Parsed(FinalAnswer(visible), reasoning=think.reasoning)
 
 

@@ -33,10 +33,11 @@ def parse_reply(protocol: str, content: str | None, tool_calls: list[dict[str, A
     """Parse one model reply in `protocol`. The single entry point for episodes and exports.
 
     `call_id` names the call for text protocols (native calls carry their own id); the chat
-    policy uses `call_<number of earlier assistant messages>`. `finish_reason` and `reasoning`
-    (what the server already separated from the content) only sharpen an error's detail: the
-    action is decided by `content` and `tool_calls` alone, so an export re-parsing a recorded
-    message gets the same action the episode got.
+    policy uses `call_<number of earlier assistant messages>`. `finish_reason` decides one thing:
+    a reply cut off at max_tokens (`length`) that is not a complete call is `truncated`. Policy
+    messages record it, so an export re-parsing a recorded message (content, tool_calls and
+    finish_reason) gets the same action the episode got. `reasoning` (what the server already
+    separated from the content) only sharpens an error's detail.
     """
     kw: dict[str, Any] = {"call_id": call_id, "finish_reason": finish_reason, "reasoning": reasoning}
     if protocol == "native":

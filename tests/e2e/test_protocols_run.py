@@ -70,7 +70,7 @@ def recount(record: dict[str, Any], names: set[str]) -> Counter[str]:
     for m in record["messages"]:
         if m["source"] == "policy":
             parsed = parse_reply(record["policy"]["protocol"], m["content"], m.get("tool_calls"), names,
-                                 call_id=f"call_{seen}")
+                                 call_id=f"call_{seen}", finish_reason=m.get("finish_reason"))
             counts.update(parsed.kinds)
         seen += m["role"] == "assistant"
     return counts

@@ -105,6 +105,9 @@ def test_episodes_run_on_both_nodes_once_each_within_the_alias_limit(
     assert summary["ray"]["nodes"] == 2 and not any(a["lost"] for a in summary["ray"]["actors"])
     events = [json.loads(line) for line in (out / "events.jsonl").read_text().splitlines()]
     assert {e.get("actor") for e in events if e["event"] == "episode_ended"} == {0, 1}
+    # every record's tool set is in tools.jsonl once, though each actor ran episodes on the same sets
+    sets = [json.loads(line)["tools_id"] for line in (out / "tools.jsonl").read_text().splitlines()]
+    assert len(sets) == len(set(sets)) and {r["tools_id"] for r in recs} == set(sets) and None not in sets
     assert grep_tree(out, KEY) == [] and grep_tree(out, cluster.token) == []  # no key, no cluster token ...
     assert grep_tree(cluster.tmp, KEY) == []  # ... nor do Ray's logs, object spill files or session files
 

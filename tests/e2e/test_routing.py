@@ -74,8 +74,9 @@ def test_policy_and_expert_calls_go_to_their_own_endpoints_with_their_own_keys(t
     recs = records(out)
     assert len(recs) == 10 and not [r for r in recs if r["outcome"] == "error"]
     assert sum(r["expert_calls"] for r in recs) > 0
-    policy_calls = [r for r in pol.requests if r.get("max_tokens") != 8]  # minus the preflight probe
-    expert_calls = [r for r in exp.requests if r.get("max_tokens") != 8]
+    # minus the preflight's test completion (max_tokens 8) and, for the native policy, its two tools probes (1)
+    policy_calls = [r for r in pol.requests if r.get("max_tokens") not in (1, 8)]
+    expert_calls = [r for r in exp.requests if r.get("max_tokens") not in (1, 8)]
     assert policy_calls and expert_calls
     assert all(r["_auth"] == f"Bearer {POLICY_KEY}" and not is_expert_request(r) for r in pol.requests)
     assert all(r["_auth"] == f"Bearer {EXPERT_KEY}" for r in exp.requests)
@@ -146,7 +147,8 @@ def test_exhausted_retries_are_errors_never_incomplete(tmp_path: Path) -> None:
     summary = json.loads((out / "summary.json").read_text())["arms"]["main"]
     assert summary["outcomes"] == {"error": 4} and summary["accountable_episodes"] == 0
     assert summary["error_classes"] == {"ModelError.server": 4}
-    assert len(server.requests) == 1 + 4 * 3  # the preflight probe, then 3 attempts per episode
+    # the preflight's test completion and its two native-tools probes, then 3 attempts per episode
+    assert len(server.requests) == 1 + 2 + 4 * 3
 
 
 def test_a_key_echoed_back_by_the_server_is_redacted_everywhere(tmp_path: Path) -> None:

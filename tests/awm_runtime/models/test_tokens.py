@@ -32,3 +32,24 @@ def test_mixed_spellings_are_not_ids_and_nothing_is_invented() -> None:
     assert token_fields({}) == {"logprobs": None, "token_ids": None}
     assert token_fields(SimpleNamespace(logprobs=None)) == {"logprobs": None, "token_ids": None}
     assert token_fields({"token_ids": ["a"]}) == {"logprobs": None, "token_ids": None}
+
+
+def llama_cpp_entry(token_id: int, token: str, logprob: float) -> dict[str, object]:
+    """One entry as llama.cpp's llama-server sends it (tests/fixtures/llama_cpp/chat_logprobs_stop.json)."""
+    return {"id": token_id, "token": token, "bytes": list(token.encode()), "logprob": logprob,
+            "top_logprobs": [{"id": token_id, "token": token, "bytes": list(token.encode()), "logprob": logprob}]}
+
+
+def test_llama_cpp_ids_ride_on_each_logprob_entry() -> None:
+    choice = {"logprobs": {"content": [llama_cpp_entry(57, "I", -1.37), llama_cpp_entry(2, "", -1.74)]}}
+    assert token_fields(choice) == {"logprobs": [-1.37, -1.74], "token_ids": [57, 2]}
+
+
+def test_ids_of_another_length_than_the_logprobs_are_dropped() -> None:
+    choice = SimpleNamespace(logprobs=SimpleNamespace(content=[SimpleNamespace(token="a", logprob=-1.0)]),
+                             provider_specific_fields={"token_ids": [9, 10]})
+    assert token_fields(choice) == {"logprobs": [-1.0], "token_ids": None}
+    partial = {"logprobs": {"content": [llama_cpp_entry(5, "a", -0.5), entry("b", -0.5)]}}
+    assert token_fields(partial) == {"logprobs": [-0.5, -0.5], "token_ids": None}
+    ids_only = {"token_ids": [1, 2, 3]}  # no logprobs asked: the ids stand alone
+    assert token_fields(ids_only) == {"logprobs": None, "token_ids": [1, 2, 3]}

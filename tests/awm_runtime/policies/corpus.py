@@ -153,7 +153,7 @@ CORPUS: list[Shape] = [
           seen="servers run with skip_special_tokens=False"),
     Shape("unclosed_tag", '<tool_call>\n{"name": "get_item", "arguments": {"item_id": 3}}',
           {"*": bad("unclosed_tag")}, seen="the closing tag forgotten (sim/novice slip)"),
-    Shape("unclosed_truncated", '<tool_call>\n{"name": "get_item", "argu', {"*": bad("unclosed_tag")},
+    Shape("unclosed_truncated", '<tool_call>\n{"name": "get_item", "argu', {"*": bad("truncated")},
           finish_reason="length", seen="max_tokens reached mid-call"),
     Shape("unclosed_then_closed", '<tool_call>{"name": "get_item", "arguments": {"item_id": 3}}\n'
           + h("list_items", {}), {"*": bad("unclosed_tag", "multiple_calls")}),
@@ -194,8 +194,10 @@ CORPUS: list[Shape] = [
           seen="verl#4757: calls inside <think> are reasoning, not actions"),
     Shape("call_inside_think_and_after", "<think>Maybe " + h("list_items", {}) + " first? No.</think>\n"
           + h("get_item", ITEM), {"*": GET}, seen="verl#4757: the think-block call must not count as a second call"),
-    Shape("think_cut_off", "<think>\nLet me work out which item the user", {"*": bad("empty_reply")},
+    Shape("think_cut_off", "<think>\nLet me work out which item the user", {"*": bad("truncated")},
           finish_reason="length", seen="max_tokens reached while thinking"),
+    Shape("think_unclosed_stopped", "<think>\nLet me work out which item the user", {"*": bad("empty_reply")},
+          finish_reason="stop", notes="an unclosed <think> the model itself ended: reasoning only, not cut off"),
     Shape("think_only", "<think>The task is done.</think>", {"*": bad("empty_reply")}),
     Shape("think_then_final", "<think>All done.</think>\nThe item costs 3 dollars.",
           {"*": final("The item costs 3 dollars.", reasoning="All done.")}),
@@ -220,6 +222,28 @@ CORPUS: list[Shape] = [
           {"awm": bad("schema_violation"), "*": final(json.dumps({"name": "call_tool", "arguments": {
               "tool_name": "get_item", "arguments": "{}"}}))},
           notes="call_tool is only a tool under awm; elsewhere this names no offered tool"),
+    # --- cut off at max_tokens (finish_reason "length"), as SmolLM2-135M on llama.cpp writes them ---------
+    Shape("final_cut_off", "I'm sorry, I'm sorry. I'm sorry. I'm sorry. I'm sorry. I'm so", {"*": bad("truncated")},
+          finish_reason="length", seen="SmolLM2-135M on llama-server: a repetition loop until max_tokens"),
+    Shape("code_fence_cut_off", "```python\ndef delete_note_by_id(id):\n    if id is None:\n        return",
+          {"*": bad("truncated")}, finish_reason="length", seen="SmolLM2-135M: code instead of a call, cut off"),
+    Shape("prose_mentions_tag_cut_off", "You can call a function with a JSON object inside a <tool_call> tag:\n\n"
+          "```json\n{\n  \"notes\": [", {"*": bad("truncated")}, finish_reason="length",
+          seen="SmolLM2-135M: the prompt's wording echoed, then cut off"),
+    Shape("placeholder_arguments_then_cut", tag(None, raw='{"name": "get_item", "arguments": {<arguments as a JSON '
+                                                          'object>}}') + "\n\nSo, the above example would work as",
+          {"*": bad("invalid_json")}, finish_reason="length",
+          seen="SmolLM2-135M copies the hermes prompt's placeholder; the call is complete, so not truncated"),
+    Shape("call_then_prose_cut_off", h("get_item", ITEM) + "\nNow I will check the", {"*": GET},
+          finish_reason="length", notes="a complete call runs even if the prose after it was cut"),
+    Shape("bare_call_cut_off", '{"name": "get_item", "arguments": {"item_i', {"*": bad("truncated")},
+          finish_reason="length"),
+    Shape("final_answer_length_exactly_stop", "The item costs 3 dollars.", {"*": final("The item costs 3 dollars.")},
+          finish_reason="stop", notes="finish_reason stop: a final answer as usual"),
+    Shape("native_arguments_cut_off", None, {"*": bad("truncated")}, tool_calls=[tc("get_item", '{"item_id": ')],
+          finish_reason="length", seen="a server-side tool parser emitting a call cut at max_tokens"),
+    Shape("native_complete_call_length", None, {"*": GET}, tool_calls=[tc("get_item", ITEM)], finish_reason="length",
+          notes="complete arguments: the call runs"),
     # --- native tool_calls -----------------------------------------------------------------------
     Shape("native_bad_json_arguments", None, {"*": bad("invalid_json")}, tool_calls=[tc("get_item", '{"item_id": 3,')],
           seen="sim/novice slip; hermes-agent#1796"),

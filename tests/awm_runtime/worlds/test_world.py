@@ -322,3 +322,25 @@ async def test_an_open_cancelled_while_its_scenario_builds_leaves_no_hold_behind
         assert not session.initial_db.exists()
     finally:
         await world.aclose()
+
+
+async def test_an_open_cancelled_during_the_first_build_leaves_the_scenario_usable() -> None:
+    """A rollout batch past its timeout cancels episodes whose scenario is still building: the build goes on."""
+    import asyncio
+
+    world = load_worlds("builtin")  # a real scenario: its build takes long enough to be cut in the middle
+    task = next(t for t in world.tasks() if t.scenario.startswith("shopfront"))
+    try:
+        first = asyncio.create_task(world.open(task, episode_id="cut"))
+        await asyncio.sleep(0.3)
+        assert not first.done()
+        first.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await first
+        session = await world.open(task, episode_id="next")
+        try:
+            assert '"users"' in (await session.call_tool(call("list_users"))).text
+        finally:
+            await session.close()
+    finally:
+        await world.aclose()

@@ -1,0 +1,164 @@
+"""What a self-hosted server says about itself: its context window, a tokenizer to count prompts with, and
+whether tools sent to it reach the model. Read once before a run (the preflight), never during one.
+
+- llama.cpp `llama-server`: `GET /props` (`default_generation_settings.n_ctx`, the per-slot window, and
+  `chat_template_caps.supports_tools`), `POST /apply-template` then `POST /tokenize`.
+- vLLM: `GET /v1/models` (`max_model_len`), `POST /tokenize` with chat messages and tools.
+- Anything else: the alias's `context_window`, and an estimate of 4 characters a token.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from dataclasses import dataclass, replace
+from typing import Any, Literal
+
+import httpx
+
+from awm_runtime.models._registry import ModelConfig
+
+ServerKind = Literal["llama.cpp", "vllm", "other"]
+# The estimate when a server cannot count. JSON tool schemas run ~3 characters a token (measured on the
+# built-in worlds with SmolLM2's tokenizer), prose ~4: at 4 an estimate refuses only prompts that clearly
+# do not fit.
+CHARS_PER_TOKEN = 4
+PROBE_TOOL = {"type": "function", "function": {
+    "name": "lookup_order", "description": "Look up one order by its id.",
+    "parameters": {"type": "object", "properties": {"order_id": {"type": "integer", "description": "Order id"}},
+                   "required": ["order_id"]}}}
+
+
+@dataclass(frozen=True, slots=True)
+class ServerFacts:
+    kind: ServerKind
+    window: int | None  # tokens one request may hold, prompt and reply together; None: unknown
+    window_from: str  # where `window` was read, for messages
+    supports_tools: bool | None = None  # llama.cpp's chat_template_caps.supports_tools
+
+
+@dataclass(frozen=True, slots=True)
+class Count:
+    tokens: int
+    exact: bool  # counted by the server's own tokenizer and chat template, not estimated
+
+
+def served_name(config: ModelConfig) -> str:
+    return config.model.split("/", 1)[1] if "/" in config.model else config.model
+
+
+def _root(api_base: str) -> str:
+    """Tokenizer and /props endpoints live beside /v1, not under it."""
+    base = api_base.rstrip("/")
+    return base.removesuffix("/v1")
+
+
+def _headers(config: ModelConfig) -> dict[str, str]:
+    key = os.environ.get(config.api_key_env or "", "")
+    return {"Authorization": f"Bearer {key}"} if key else {}
+
+
+async def _get_json(client: httpx.AsyncClient, url: str, headers: dict[str, str]) -> Any:
+    try:
+        resp = await client.get(url, headers=headers)
+        return resp.json() if resp.status_code == 200 else None
+    except (httpx.HTTPError, ValueError):
+        return None
+
+
+async def read_facts(config: ModelConfig, client: httpx.AsyncClient) -> ServerFacts:
+    """The server's own word on its window where it gives one; the alias's `context_window` otherwise,
+    and also when it is smaller (a deliberate limit)."""
+    facts = ServerFacts("other", None, "")
+    if config.api_base:
+        headers = _headers(config)
+        props = await _get_json(client, _root(config.api_base) + "/props", headers)
+        settings = props.get("default_generation_settings") if isinstance(props, dict) else None
+        if isinstance(settings, dict):
+            n_ctx = settings.get("n_ctx")
+            caps = props.get("chat_template_caps")
+            tools = caps.get("supports_tools") if isinstance(caps, dict) else None
+            facts = ServerFacts("llama.cpp", n_ctx if isinstance(n_ctx, int) and n_ctx > 0 else None,
+                                "llama.cpp /props n_ctx", tools if isinstance(tools, bool) else None)
+        else:
+            models = await _get_json(client, config.api_base.rstrip("/") + "/models", headers)
+            for entry in (models.get("data") or []) if isinstance(models, dict) else []:
+                if isinstance(entry, dict) and entry.get("id") == served_name(config) \
+                        and isinstance(entry.get("max_model_len"), int):
+                    facts = ServerFacts("vllm", entry["max_model_len"], "vLLM /v1/models max_model_len")
+                    break
+    if config.context_window and (facts.window is None or config.context_window < facts.window):
+        facts = replace(facts, window=config.context_window, window_from="the alias's context_window")
+    return facts
+
+
+async def count_prompt(config: ModelConfig, facts: ServerFacts, messages: list[dict[str, Any]],
+                       tools: list[dict[str, Any]] | None, client: httpx.AsyncClient) -> Count:
+    """The prompt's tokens as the server's chat template renders it, or an estimate."""
+    headers = _headers(config)
+    try:
+        if facts.kind == "llama.cpp" and config.api_base:
+            root = _root(config.api_base)
+            body: dict[str, Any] = {"messages": messages, **({"tools": tools} if tools else {})}
+            rendered = await client.post(root + "/apply-template", json=body, headers=headers)
+            rendered.raise_for_status()
+            counted = await client.post(root + "/tokenize", headers=headers, json={
+                "content": rendered.json()["prompt"], "add_special": False, "parse_special": True})
+            counted.raise_for_status()
+            return Count(len(counted.json()["tokens"]), True)
+        if facts.kind == "vllm" and config.api_base:
+            body = {"model": served_name(config), "messages": messages, "add_generation_prompt": True,
+                    **({"tools": tools} if tools else {})}
+            counted = await client.post(_root(config.api_base) + "/tokenize", json=body, headers=headers)
+            counted.raise_for_status()
+            return Count(int(counted.json()["count"]), True)
+    except (httpx.HTTPError, ValueError, KeyError, TypeError):
+        pass  # no usable tokenizer endpoint after all: estimate
+    return Count(estimate(messages, tools), False)
+
+
+def estimate(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> int:
+    chars = sum(len(m.get("content") or "") for m in messages) + (len(json.dumps(tools)) if tools else 0)
+    return chars // CHARS_PER_TOKEN
+
+
+async def tools_problem(config: ModelConfig, facts: ServerFacts, client: httpx.AsyncClient, *,
+                        completions: bool) -> str | None:
+    """Why tools sent to this endpoint would not reach the model, or None (they do, or it cannot be told).
+
+    llama.cpp's template metadata answers without generating. Otherwise, with `completions`, two
+    one-token completions with and without a tool: a server that drops tools (a template without tool
+    support) bills the same prompt for both; one that refuses them answers the tool request with an error."""
+    if facts.kind == "llama.cpp" and facts.supports_tools is False:
+        return "its chat template has no tool support (llama.cpp /props: chat_template_caps.supports_tools = false)"
+    if not completions or not config.api_base:
+        return None
+    url = config.api_base.rstrip("/") + "/chat/completions"
+    body = {"model": served_name(config), "messages": [{"role": "user", "content": "Look up order 7."}],
+            "max_tokens": 1, **{k: v for k, v in config.params.items() if k == "chat_template_kwargs"}}
+    try:
+        plain, tooled = await asyncio.gather(client.post(url, json=body, headers=_headers(config)),
+                                             client.post(url, json={**body, "tools": [PROBE_TOOL]},
+                                                         headers=_headers(config)))
+    except httpx.HTTPError:
+        return None  # the endpoint checks already said whether it answers
+    if tooled.status_code >= 400 and plain.status_code < 400:
+        return f"it refuses requests with tools (HTTP {tooled.status_code}: {_message(tooled.text)})"
+    try:
+        before = int(plain.json()["usage"]["prompt_tokens"])
+        after = int(tooled.json()["usage"]["prompt_tokens"])
+    except (ValueError, KeyError, TypeError):
+        return None
+    if before > 0 and after <= before:
+        return f"a tool added no prompt tokens ({before} with and without it), so the chat template drops tools"
+    return None
+
+
+def _message(text: str) -> str:
+    try:
+        data = json.loads(text)
+        error = data.get("error", data) if isinstance(data, dict) else data
+        return str(error.get("message", error) if isinstance(error, dict) else error)[:200]
+    except ValueError:
+        return text[:200]

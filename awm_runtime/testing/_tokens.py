@@ -1,0 +1,92 @@
+"""A toy serving engine's token fields on top of any responder: vLLM's `return_token_ids` shape.
+
+`ChatML` renders messages as ChatML and tokenises bytes (id = byte + 16; `<|im_start|>` = 1,
+`<|im_end|>` = 2), so a test can decode any id sequence back to text. `with_token_ids(responder)`
+answers like the wrapped responder, plus what vLLM adds when asked for `return_token_ids` and
+`logprobs`: the prompt's ids (`prompt_token_ids`), the generated ids (`choices[0].token_ids`,
+ending with `<|im_end|>`) and one logprob per generated id.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from awm_runtime.testing._server import Reply, Responder, _completion
+
+IM_START, IM_END, OFFSET = 1, 2, 16
+_SPECIAL = {"<|im_start|>": IM_START, "<|im_end|>": IM_END}
+
+
+class ChatML:
+    """The chat template and byte tokenizer of the toy engine."""
+
+    @staticmethod
+    def render_assistant(content: str | None, tool_calls: list[dict[str, Any]] | None) -> str:
+        text = content or ""
+        for call in tool_calls or []:
+            fn = call.get("function") or {}
+            name = json.dumps(fn.get("name"))
+            text += f'<tool_call>{{"name": {name}, "arguments": {fn.get("arguments")}}}</tool_call>'
+        return text
+
+    @classmethod
+    def render(cls, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None, *,
+               generation_prompt: bool = True) -> str:
+        out = []
+        for i, m in enumerate(messages):
+            body = (cls.render_assistant(m.get("content"), m.get("tool_calls")) if m["role"] == "assistant"
+                    else str(m.get("content") or ""))
+            if i == 0 and m["role"] == "system" and tools:
+                body += "\n<tools>" + json.dumps(tools) + "</tools>"
+            out.append(f"<|im_start|>{m['role']}\n{body}<|im_end|>\n")
+        return "".join(out) + ("<|im_start|>assistant\n" if generation_prompt else "")
+
+    @staticmethod
+    def encode(text: str) -> list[int]:
+        ids: list[int] = []
+        i = 0
+        while i < len(text):
+            special = next((s for s in _SPECIAL if text.startswith(s, i)), None)
+            if special:
+                ids.append(_SPECIAL[special])
+                i += len(special)
+            else:
+                ids += [b + OFFSET for b in text[i].encode("utf-8")]
+                i += 1
+        return ids
+
+    @staticmethod
+    def decode(ids: list[int]) -> str:
+        out, pending = [], bytearray()
+        for t in ids:
+            if t < OFFSET:
+                out.append(pending.decode("utf-8", "replace"))
+                pending.clear()
+                out.append(next(s for s, v in _SPECIAL.items() if v == t))
+            else:
+                pending.append(t - OFFSET)
+        out.append(pending.decode("utf-8", "replace"))
+        return "".join(out)
+
+
+def with_token_ids(inner: Responder) -> Responder:
+    def respond(request: dict[str, Any]) -> Reply:
+        reply = inner(request)
+        if reply.status != 200 or reply.body is not None:
+            return reply
+        body = _completion(request, reply)
+        if request.get("return_token_ids"):
+            prompt = ChatML.encode(ChatML.render(request.get("messages", []), request.get("tools")))
+            generated = [*ChatML.encode(ChatML.render_assistant(reply.content, reply.tool_calls)), IM_END]
+            body["prompt_token_ids"] = prompt
+            body["choices"][0]["token_ids"] = generated
+            if request.get("logprobs"):
+                body["choices"][0]["logprobs"] = {"content": [
+                    {"token": f"token_id:{t}", "logprob": -math.log1p(t % 7), "bytes": None, "top_logprobs": []}
+                    for t in generated]}
+            body["usage"]["prompt_tokens"], body["usage"]["completion_tokens"] = len(prompt), len(generated)
+        return Reply(body=json.dumps(body), status=200)
+
+    return respond
