@@ -10,17 +10,19 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 import socket
 import sqlite3
+import subprocess
+import sys
 import tempfile
-import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from awm_runtime.isolation import Confinement, Limits, confine, enter_namespaces, mark_private, prepare
+from awm_runtime.isolation import Confinement, Limits, confine, mark_private
 from awm_runtime.isolation import _seccomp as seccomp
 
 KEY = "sk-confine-test-0123456789abcdef"
@@ -56,38 +58,54 @@ def place() -> Iterator[dict[str, Any]]:
     shutil.rmtree(root, ignore_errors=True)
 
 
-def run_confined(spec: Confinement, body: str, **values: Any) -> dict[str, Any]:
-    """Run `body` (which sets `result`) in a child confined by `spec`, under a parent that entered the namespaces."""
-    read_end, write_end = os.pipe()
-    zygote = os.fork()
-    if zygote == 0:  # pragma: no cover - runs in the fork
-        try:
-            os.close(read_end)
-            enter_namespaces()
-            prepare()
-            pid = os.fork()
-            if pid == 0:
-                out: dict[str, Any] = {}
-                try:
-                    confine(spec)
-                    scope: dict[str, Any] = {"result": {}, **values}
-                    exec(textwrap.dedent(body), scope)
-                    out = scope["result"]
-                except BaseException as exc:
-                    out = {"confine_failed": repr(exc)}
-                os.write(write_end, json.dumps(out).encode())
-                os._exit(0)
-            os.close(write_end)
-            os.waitpid(pid, 0)
-        finally:
+RUNNER = """
+import json, os, pickle, sys, textwrap
+from awm_runtime.isolation import confine, enter_namespaces, prepare
+
+spec, body, values = pickle.loads(sys.stdin.buffer.read())
+read_end, write_end = os.pipe()
+zygote = os.fork()
+if zygote == 0:
+    try:
+        os.close(read_end)
+        enter_namespaces()
+        prepare()
+        pid = os.fork()
+        if pid == 0:
+            out = {}
+            try:
+                confine(spec)
+                scope = {"result": {}, **values}
+                exec(textwrap.dedent(body), scope)
+                out = scope["result"]
+            except BaseException as exc:
+                out = {"confine_failed": repr(exc)}
+            os.write(write_end, json.dumps(out).encode())
             os._exit(0)
-    os.close(write_end)
-    data = b""
-    while chunk := os.read(read_end, 1 << 16):
-        data += chunk
-    os.close(read_end)
-    os.waitpid(zygote, 0)
-    return json.loads(data or b"{}")
+        os.close(write_end)
+        os.waitpid(pid, 0)
+    finally:
+        os._exit(0)
+os.close(write_end)
+data = b""
+while chunk := os.read(read_end, 1 << 16):
+    data += chunk
+os.waitpid(zygote, 0)
+sys.stdout.write(data.decode() or "{}")
+"""
+
+
+def run_confined(spec: Confinement, body: str, **values: Any) -> dict[str, Any]:
+    """Run `body` (which sets `result`) in a child confined by `spec`, under a parent that entered the namespaces.
+
+    The forks start from a fresh, single-threaded interpreter, as the world zygote and the verifier fork server
+    do (both are exec'd): forking the test process itself, which earlier tests left with threads (pyarrow's
+    allocator, loops of rollouts), can deadlock the child on a lock some other thread held."""
+    env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}  # as the exec'd zygotes: no key
+    proc = subprocess.run([sys.executable, "-c", RUNNER], input=pickle.dumps((spec, body, values)),
+                          capture_output=True, timeout=120, env=env, check=False)
+    assert proc.returncode == 0, proc.stderr.decode()[-2000:]
+    return json.loads(proc.stdout or b"{}")
 
 
 PRELUDE = """
