@@ -6,13 +6,14 @@ import asyncio
 import os
 import shutil
 import sqlite3
+import subprocess
+import sys
 import tempfile
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
 
-from awm_runtime.isolation import Confinement, Limits, confine
 from awm_runtime.verifiers import Sandbox
 
 
@@ -192,49 +193,49 @@ async def test_server_environment_has_no_secrets(monkeypatch: pytest.MonkeyPatch
         await box.aclose()
 
 
-def _capabilities() -> tuple[int, int]:
-    """(effective, permitted) capability bits of this process, from capget(2)."""
-    import ctypes
+CONFINED_CHILD = """
+import ctypes, os, socket, sys
+from awm_runtime.isolation import Confinement, Limits, confine
 
+def capabilities():
     header = (ctypes.c_uint32 * 2)(0x20080522, 0)
     data = (ctypes.c_uint32 * 6)()
     assert ctypes.CDLL(None, use_errno=True).capget(header, data) == 0
     return data[0] | data[3] << 32, data[1] | data[4] << 32
 
+target = sys.argv[1]
+code = 0
+confine(Confinement(Limits(memory_mb=512, cpu_s=5)))
+if capabilities() != (0, 0):
+    code |= 1
+try:
+    os.fork()
+    code |= 2
+except OSError:
+    pass
+try:
+    with open(target, "w") as fh:
+        fh.write("x" * 10)
+    code |= 4
+except OSError:
+    pass
+try:
+    socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    code |= 8
+except OSError:
+    pass
+os._exit(code)
+"""
+
 
 def test_confine_forbids_processes_files_sockets_and_capabilities(tmp_path: Path) -> None:
     """The OS layer on its own: after confine(), fork, file writes and sockets fail, and no capability is
-    left (root keeps uid 0 but loses every capability, so the limits and file modes bind)."""
-    import socket
-
+    left (root keeps uid 0 but loses every capability, so the limits and file modes bind). The child is a
+    fresh interpreter, as world workers and verifier jobs descend from exec'd zygotes."""
     target = Path(tempfile.gettempdir()) / f"awm-confine-{os.getpid()}"
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - runs in the child
-        code = 0
-        try:
-            confine(Confinement(Limits(memory_mb=512, cpu_s=5)))
-            if _capabilities() != (0, 0):
-                code |= 1
-            try:
-                os.fork()
-                code |= 2
-            except OSError:
-                pass
-            try:
-                with open(target, "w") as fh:
-                    fh.write("x" * 10)
-                code |= 4
-            except OSError:
-                pass
-            try:
-                socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-                code |= 8
-            except OSError:
-                pass
-        finally:
-            os._exit(code)
-    _, status = os.waitpid(pid, 0)
-    assert os.waitstatus_to_exitcode(status) == 0
+    proc = subprocess.run([sys.executable, "-c", CONFINED_CHILD, str(target)], capture_output=True, timeout=60,
+                          check=False)
+    assert proc.returncode == 0, (proc.returncode, proc.stderr.decode()[-2000:])
     assert not target.exists()
 
 
