@@ -71,14 +71,14 @@ def test_export_pairs_and_sft_from_the_run(ab_run: Path, tmp_path: Path) -> None
     proc = awm_export(str(ab_run), "--format", "pairs", "--arm", "asked", "--out", str(tmp_path / "pairs.jsonl"))
     assert proc.returncode == 0, proc.stderr
     pairs = [json.loads(line) for line in (tmp_path / "pairs.jsonl").read_text().splitlines()]
-    assert pairs and all(p["advice"]["answered_by"] == "llm:sim/oracle" for p in pairs)
-    assert all(p["before"]["action"]["kind"] in ("call", "malformed") for p in pairs)
-    assert any(p["before"]["result"] and p["before"]["result"]["error"] for p in pairs)
+    # DPO pairs around each ask: the failed action before the advice is rejected, the followed one chosen.
+    assert pairs and all(p["answered_by"] == "llm:sim/oracle" for p in pairs)
+    assert all(json.loads(p["rejected_action"])["kind"] in ("call", "malformed") for p in pairs)
+    assert all(p["rejected_result"] and p["prompt"] and p["chosen"] and p["rejected"] for p in pairs)
     sft = awm_export(str(ab_run), "--format", "sft")
     assert sft.returncode == 0, sft.stderr
-    for line in sft.stdout.splitlines():
-        for m in json.loads(line)["messages"]:
-            assert m["train"] == (m["source"] == "policy" and m["role"] == "assistant" and "format_error" not in m)
+    rows = [json.loads(line) for line in sft.stdout.splitlines()]
+    assert rows and all(m["role"] in ("system", "user", "assistant", "tool") for r in rows for m in r["messages"])
     hint = awm_export(str(ab_run), "--format", "grpo")
     assert hint.returncode == 0 and hint.stdout == "" and "--group-size" in hint.stderr
 
@@ -175,7 +175,9 @@ def test_groups_from_the_command_line_and_their_export(tmp_path: Path) -> None:
     exported = awm_export(str(out), "--format", "grpo")
     assert exported.returncode == 0, exported.stderr
     groups = [json.loads(line) for line in exported.stdout.splitlines()]
-    assert len(groups) == 6 and all(abs(sum(g["advantages"])) < 1e-9 for g in groups)
+    # One prompt row per group (TRL's GRPO shape): its four members' rewards, their mean and spread.
+    assert len(groups) == 6 and all(len(g["rewards"]) == g["size"] == 4 for g in groups)
+    assert all(abs(g["reward_mean"] - sum(g["rewards"]) / 4) < 1e-9 and g["reward_std"] >= 0 for g in groups)
     assert {g["step"] for g in groups} == {0, 1}
 
 
