@@ -148,7 +148,9 @@ def _report(args: argparse.Namespace, info: dict[str, Any], build_s: float, prep
     peak_rss, peak_pss = sampler.peak_rss_mib, sampler.peak_pss_mib
     load_after = os.getloadavg()
     met = {"all_complete": complete == tasks == episodes, "wall": total_s <= TARGET_WALL_S,
-           "memory": peak_rss <= TARGET_MEMORY_MIB}
+           # PSS: each page's share among the processes that map it. Summing RSS counts the world zygote's
+           # pages once per forked worker (2,046 MiB of RSS against 1,151 MiB of PSS at 17 workers).
+           "memory": peak_pss <= TARGET_MEMORY_MIB}
     result = {
         "suite": "awm1k", "scenarios": args.scenarios, "tasks": tasks, "episodes": episodes,
         "outcomes": outcomes, "complete": complete, "concurrency": args.concurrency,
@@ -180,7 +182,7 @@ def _report(args: argparse.Namespace, info: dict[str, Any], build_s: float, prep
         ["episodes per second", f"{rate:.1f}", ""],
         ["scenario imports", f"{residency['imports']:,} ({residency['builds']:,} builds, "
                              f"{residency['evictions']:,} evictions)", f"~{args.scenarios:,}"],
-        ["peak memory, sum over processes", f"RSS {peak_rss:,.0f} MiB, PSS {peak_pss:,.0f} MiB "
+        ["peak memory, sum over processes", f"PSS {peak_pss:,.0f} MiB (RSS {peak_rss:,.0f} MiB) "
                                            f"({sampler.peak_processes} processes)",
          f"<= {TARGET_MEMORY_MIB:,.0f} MiB: {mark[met['memory']]}"],
         ["CPU s: runtime | world+verifier", f"{runtime_cpu:.0f} | {children_cpu:.0f}", ""],

@@ -59,6 +59,14 @@ def _start_server(latency: float, lifetime: float) -> tuple[subprocess.Popen[str
     return proc, url
 
 
+def _lateness(url: str) -> dict[str, Any]:
+    """How late the loopback server's replies left past the latency (its own share of each call)."""
+    import urllib.request
+
+    with urllib.request.urlopen(url.removesuffix("/v1") + "/stats", timeout=10) as resp:  # noqa: S310 (loopback)
+        return dict(orjson.loads(resp.read()))
+
+
 def _children_rss() -> tuple[float, float]:
     """RSS (MiB) of this process's descendants: (shards of the run, everything else: world workers,
     verifiers), leaving out the model server."""
@@ -150,6 +158,7 @@ async def full_stack(args: argparse.Namespace, out: Path, ray: str | None = None
         repeats = max(1, math.ceil(n * args.waves / len(prep.tasks)))
         prep.config = config.model_copy(update={"repeats": repeats})
         summary, samples, base_rss, cpu = await _measure(prep, server.pid)
+        summary["model_server_lateness"] = await asyncio.to_thread(_lateness, url)
     finally:
         server.terminate()
         try:
@@ -336,6 +345,7 @@ def _report(args: argparse.Namespace, summary: dict[str, Any], out: Path, sample
         "cpu_bound_ceiling_efficiency": round(min(ceiling, ideal) / ideal, 4) if ideal else 0.0,
         "record_bytes_mean": round(statistics.fmean(sizes), 0) if sizes else 0,
         "load_average": os.getloadavg(), "cpus": os.cpu_count(), "run_dir": str(out),
+        "model_server_lateness": summary.get("model_server_lateness"),
         "targets": {"efficiency": target, "loop_lag_p99_ms": LAG_TARGET_MS},
         "met": {"efficiency": None if target is None else efficiency >= target,
                 "loop_lag_p99": max(lags) < LAG_TARGET_MS},
@@ -349,6 +359,8 @@ def _report(args: argparse.Namespace, summary: dict[str, Any], out: Path, sample
         ["CPU ms/model call runtime|world|server", " | ".join(f"{v:.2f}" for v in cpu_call.values()), ""],
         ["CPU-bound ceiling (quiet machine)", f"{ceiling:.2f} episodes/s on {cores} cores", ""],
         ["shards", str(summary["shards"]), ""],
+        *([["model server late p50 | p99", f"{late['late_ms_p50']:.1f} | {late['late_ms_p99']:.1f} ms",
+            "the fixture's share"]] if (late := summary.get("model_server_lateness") or {}).get("replies") else []),
         ["load average", " ".join(f"{x:.1f}" for x in os.getloadavg()), "quiet machine"],
     ]
     return result

@@ -17,6 +17,7 @@ _KEYLIKE = re.compile(
     re.I,
 )
 _HINTS = ("sk-", "Bearer", "AIza", "key", "KEY", "Key")
+_HINT = re.compile("|".join(map(re.escape, _HINTS)))  # one C scan instead of six `in`s
 _SECRET_FIELDS = re.compile(r"(api_?key|authorization|secret|token|password)$", re.I)
 REDACTED = "[REDACTED]"
 _KNOWN: dict[str, None] = {}  # the values of the keys this process holds (ordered: longest first when used)
@@ -58,9 +59,24 @@ def redact(text: str, secrets: Iterable[str] = ()) -> str:
     for secret in secrets:
         if secret and secret in text:
             text = text.replace(secret, REDACTED)
-    if not any(h in text for h in _HINTS):
+    if not _HINT.search(text):
         return text
     return _KEYLIKE.sub(lambda m: (m.group("pre") or "") + REDACTED, text)
+
+
+_PLAIN = frozenset({int, float, bool, type(None)})
+_FIELD_VERDICTS: dict[str, bool] = {}  # field name -> holds a secret (events reuse a few dozen names)
+
+
+def _secret_field(key: Any) -> bool:
+    if not isinstance(key, str):
+        return False
+    verdict = _FIELD_VERDICTS.get(key)
+    if verdict is None:
+        verdict = bool(_SECRET_FIELDS.search(key))
+        if len(_FIELD_VERDICTS) < 4096:
+            _FIELD_VERDICTS[key] = verdict
+    return verdict
 
 
 class Redactor:
@@ -70,11 +86,13 @@ class Redactor:
         self.secrets = tuple(s for s in secrets if s and len(s) >= 4)
 
     def scrub(self, value: Any) -> Any:
+        kind = type(value)
+        if kind in _PLAIN:  # most of an event: numbers, flags, None
+            return value
         if isinstance(value, str):
             return redact(value, self.secrets)
         if isinstance(value, dict):
-            return {k: REDACTED if isinstance(k, str) and _SECRET_FIELDS.search(k) and v else self.scrub(v)
-                    for k, v in value.items()}
+            return {k: REDACTED if v and _secret_field(k) else self.scrub(v) for k, v in value.items()}
         if isinstance(value, list | tuple):
             return [self.scrub(v) for v in value]
         if isinstance(value, BaseException):

@@ -13,7 +13,7 @@ import json
 import math
 from typing import Any
 
-from awm_runtime.testing._server import Reply, Responder, _completion
+from awm_runtime.testing._server import Reply, Responder, completion_body
 
 IM_START, IM_END, OFFSET = 1, 2, 16
 _SPECIAL = {"<|im_start|>": IM_START, "<|im_end|>": IM_END}
@@ -76,7 +76,7 @@ def with_token_ids(inner: Responder) -> Responder:
         reply = inner(request)
         if reply.status != 200 or reply.body is not None:
             return reply
-        body = _completion(request, reply)
+        body = completion_body(request, reply)
         if request.get("return_token_ids"):
             prompt = ChatML.encode(ChatML.render(request.get("messages", []), request.get("tools")))
             generated = [*ChatML.encode(ChatML.render_assistant(reply.content, reply.tool_calls)), IM_END]

@@ -86,6 +86,7 @@ class ToolProtocol:
         self.name = name
         self.tool_result_chars = tool_result_chars
         self.tool_result_role = tool_result_role or ("tool" if name == "native" else "user")
+        self._native: dict[tuple[int, ...], tuple[tuple[ToolSpec, ...], list[dict[str, Any]]]] = {}
 
     def begin(self, task: Task, tools: Sequence[ToolSpec]) -> list[Message]:
         system = system_prompt(self.name, tools, scenario=task.scenario_title or task.scenario)
@@ -93,7 +94,17 @@ class ToolProtocol:
                 Message(role="user", content=render("task.md", task=task.text), source="system")]
 
     def native_tools(self, tools: Sequence[ToolSpec]) -> list[dict[str, Any]] | None:
-        return [t.to_openai() for t in tools] if self.name == "native" else None
+        """The OpenAI function tools of `tools`, built once per tool set: episodes of a scenario share
+        its ToolSpec objects, and converting 35 tools on every call cost ~0.1 ms."""
+        if self.name != "native":
+            return None
+        key = tuple(map(id, tools))
+        held = self._native.get(key)
+        if held is None:  # the value holds the specs, so their ids cannot be reused while cached
+            if len(self._native) >= 1024:
+                self._native.clear()
+            held = self._native[key] = (tuple(tools), [t.to_openai() for t in tools])
+        return held[1]
 
     @staticmethod
     def call_id(messages: Sequence[Message]) -> str:
