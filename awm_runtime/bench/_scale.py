@@ -63,7 +63,7 @@ def _lateness(url: str) -> dict[str, Any]:
     """How late the loopback server's replies left past the latency (its own share of each call)."""
     import urllib.request
 
-    with urllib.request.urlopen(url.removesuffix("/v1") + "/stats", timeout=10) as resp:  # noqa: S310 (loopback)
+    with urllib.request.urlopen(url.removesuffix("/v1") + "/stats", timeout=10) as resp:  # loopback
         return dict(orjson.loads(resp.read()))
 
 
