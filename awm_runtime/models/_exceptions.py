@@ -81,6 +81,8 @@ def classify(exc: BaseException) -> ModelErrorKind:
     refused = isinstance(exc, ll.BadRequestError | ll.UnprocessableEntityError) or status in OVERFLOW_STATUSES
     if refused and is_context_overflow(_error_text(exc)):
         return "context"  # litellm knows OpenAI's and vLLM's wording, not llama.cpp's or TGI's: the text decides
+    if status == 400 and is_bad_key(_error_text(exc)):
+        return "auth"  # Gemini answers a wrong key with 400 INVALID_ARGUMENT
     for cls, kind in checks:
         if isinstance(exc, cls):
             return kind
@@ -107,13 +109,23 @@ _OVERFLOW = re.compile("|".join([
     r"`inputs` must have less than \d+ tokens",  # TGI
     r"exceeds the context window",  # OpenAI Responses
     r"input tokens exceed the configured limit",  # OpenAI
-    r"prompt is too long",  # Anthropic
+    r"prompt is too long",  # Anthropic: prompt is too long: N tokens > M maximum
+    r"input length and `?max_tokens`? exceed context limit",  # Anthropic: input + max_tokens over the window
+    r"input token count \(?\d+\)? exceeds the maximum number of tokens",  # Gemini (400 INVALID_ARGUMENT)
     r"context window (?:exceeds|exceeded|is full)",
     r"model_context_window_exceeded",
     r"too many tokens",
 ]))
 OVERFLOW_STATUSES = frozenset({400, 413, 422})
 _FILTER_HINTS = ("content_filter", "content management policy", "content_policy")
+
+
+_BAD_KEY = re.compile(r"api_key_invalid|api key not valid")
+
+
+def is_bad_key(text: str) -> bool:
+    """Whether a 400 answer says the key is wrong (Gemini: `API key not valid`, reason `API_KEY_INVALID`)."""
+    return bool(_BAD_KEY.search(text.lower()))
 
 
 def is_context_overflow(text: str) -> bool:
@@ -139,6 +151,8 @@ def kind_for_status(status: int, text: str = "") -> ModelErrorKind:
         return "rate_limit"
     if status in OVERFLOW_STATUSES and is_context_overflow(text):
         return "context"
+    if status == 400 and is_bad_key(text):
+        return "auth"
     if status >= 500:
         return "server"
     if status == 408:
@@ -162,8 +176,18 @@ def parse_retry_after(value: str | None) -> float | None:
         return None
 
 
+_RETRY_DELAY = re.compile(r'"retryDelay"\s*:\s*"(\d+(?:\.\d+)?)s"')
+
+
+def retry_delay_s(text: str) -> float | None:
+    """Seconds from a Gemini 429's RetryInfo detail (`"retryDelay": "36s"`): its Retry-After, in the body."""
+    match = _RETRY_DELAY.search(text)
+    return float(match.group(1)) if match else None
+
+
 def retry_after_s(exc: BaseException) -> float | None:
-    """Seconds from a Retry-After header, wherever litellm left the response headers."""
+    """Seconds from a Retry-After header, wherever litellm left the response headers, else from a Gemini
+    RetryInfo detail in the body."""
     candidates: list[Any] = []
     response = getattr(exc, "response", None)
     if response is not None:
@@ -175,7 +199,7 @@ def retry_after_s(exc: BaseException) -> float | None:
         seconds = parse_retry_after(headers.get("retry-after") or headers.get("Retry-After"))
         if seconds is not None:
             return seconds
-    return None
+    return retry_delay_s(_error_text(exc))
 
 
 def to_attempt_error(exc: BaseException, *, role: str, alias: str, secrets: tuple[str, ...] = ()) -> AttemptError:

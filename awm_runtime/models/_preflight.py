@@ -42,20 +42,52 @@ class _Use:
         return f"{what} under [models.{self.config.alias}] in awm.toml, or --{self.roles[0]}-{option} {meta}"
 
 
+# Providers whose model list needs their own path and key header (their APIs refuse a bearer token).
+_ANTHROPIC_BASE = "https://api.anthropic.com"
+_GEMINI_BASE = "https://generativelanguage.googleapis.com"
+
+
 def _models_url(cfg: ModelConfig) -> str | None:
+    provider = cfg.model.split("/", 1)[0]
+    root = (cfg.api_base or "").rstrip("/")
+    if provider == "anthropic":  # litellm posts to {api_base}/v1/messages
+        return (root.removesuffix("/v1/messages").removesuffix("/v1") or _ANTHROPIC_BASE) + "/v1/models"
+    if provider == "gemini":  # litellm posts to {api_base}/v1beta/models/{model}:generateContent
+        return (root.removesuffix("/v1beta") or _GEMINI_BASE) + "/v1beta/models"
     if cfg.api_base:
-        return cfg.api_base.rstrip("/") + "/models"
+        return root + "/models"
     if cfg.model.startswith("openai/"):
         base = os.environ.get("OPENAI_BASE_URL") or os.environ.get("OPENAI_API_BASE") or "https://api.openai.com/v1"
         return base.rstrip("/") + "/models"
     return None  # other hosted providers: the test completion is the check
 
 
+def _auth_headers(model: str, key: str) -> dict[str, str]:
+    """How each provider takes its key: Anthropic's x-api-key, Gemini's x-goog-api-key, else a bearer token."""
+    if not key:
+        return {}
+    provider = model.split("/", 1)[0]
+    if provider == "anthropic":
+        return {"x-api-key": key, "anthropic-version": "2023-06-01"}
+    if provider == "gemini":
+        return {"x-goog-api-key": key}
+    return {"Authorization": f"Bearer {key}"}
+
+
+def _listed_ids(data: object) -> set[str]:
+    """Model ids from a model list: OpenAI's and Anthropic's `data[].id`, Gemini's `models[].name`."""
+    if not isinstance(data, dict):
+        return set()
+    ids = {str(m.get("id")) for m in data.get("data") or [] if isinstance(m, dict)}
+    ids |= {str(m.get("name", "")).removeprefix("models/") for m in data.get("models") or [] if isinstance(m, dict)}
+    return ids
+
+
 async def _probe_endpoint(users: list[_Use], url: str, timeout_s: float) -> list[str]:
     """Fix-it lines for the aliases behind one endpoint: unreachable, key refused, or model not served."""
     use, cfg = users[0], users[0].config
     key = os.environ.get(cfg.api_key_env or "", "")
-    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    headers = _auth_headers(cfg.model, key)
     base = url.removesuffix("/models")
     try:
         async with httpx.AsyncClient(timeout=timeout_s) as client:
@@ -66,15 +98,15 @@ async def _probe_endpoint(users: list[_Use], url: str, timeout_s: float) -> list
     except httpx.HTTPError as exc:
         return [f"{use.label}: cannot reach {base} ({type(exc).__name__}); start the server, "
                 f"or fix {use.flag('api_base')}"]
-    if resp.status_code in (401, 403):
+    if resp.status_code in (401, 403) or (resp.status_code == 400 and "API_KEY_INVALID" in resp.text):
         where = cfg.api_key_env or "(no key variable configured)"
         return [f"{use.label}: {base} rejected the key in {where} (HTTP {resp.status_code}); check the key, "
                 f"or set {use.flag('api_key_env')}"]
     if resp.status_code >= 400:
         return []  # some servers have no /models; the endpoint answered, which is what we can check
     try:
-        ids = {str(m.get("id")) for m in resp.json().get("data", []) if isinstance(m, dict)}
-    except (ValueError, AttributeError):
+        ids = _listed_ids(resp.json())
+    except ValueError:
         return []
     lines = []
     for u in users:

@@ -5,6 +5,9 @@ whether tools sent to it reach the model. Read once before a run (the preflight)
   `chat_template_caps.supports_tools`), `POST /apply-template` then `POST /tokenize`.
 - vLLM: `GET /v1/models` (`max_model_len`), `POST /tokenize` with chat messages and tools.
 - Anything else: the alias's `context_window`, and an estimate of 4 characters a token.
+
+Providers with their own wire (Anthropic's Messages API, Gemini's generateContent) are never probed with
+OpenAI-shaped requests: they take tools by API contract, and their windows come from `context_window`.
 """
 
 from __future__ import annotations
@@ -20,6 +23,9 @@ import httpx
 from awm_runtime.models._registry import ModelConfig
 
 ServerKind = Literal["llama.cpp", "vllm", "other"]
+# litellm providers whose APIs take tools as part of their own wire (Messages API tool_use, Gemini
+# functionDeclarations): tools always reach the model, and an OpenAI-shaped probe would only get a 404.
+NATIVE_TOOL_PROVIDERS = frozenset({"anthropic", "gemini", "vertex_ai", "vertex_ai_beta", "bedrock", "bedrock_converse"})
 # The estimate when a server cannot count. JSON tool schemas run ~3 characters a token (measured on the
 # built-in worlds with SmolLM2's tokenizer), prose ~4: at 4 an estimate refuses only prompts that clearly
 # do not fit.
@@ -71,7 +77,7 @@ async def read_facts(config: ModelConfig, client: httpx.AsyncClient) -> ServerFa
     """The server's own word on its window where it gives one; the alias's `context_window` otherwise,
     and also when it is smaller (a deliberate limit)."""
     facts = ServerFacts("other", None, "")
-    if config.api_base:
+    if config.api_base and not takes_tools(config):
         headers = _headers(config)
         props = await _get_json(client, _root(config.api_base) + "/props", headers)
         settings = props.get("default_generation_settings") if isinstance(props, dict) else None
@@ -123,6 +129,11 @@ def estimate(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None)
     return chars // CHARS_PER_TOKEN
 
 
+def takes_tools(config: ModelConfig) -> bool:
+    """Whether the alias's provider takes tools by API contract (no probe needed, or possible)."""
+    return config.model.split("/", 1)[0] in NATIVE_TOOL_PROVIDERS
+
+
 async def tools_problem(config: ModelConfig, facts: ServerFacts, client: httpx.AsyncClient, *,
                         completions: bool) -> str | None:
     """Why tools sent to this endpoint would not reach the model, or None (they do, or it cannot be told).
@@ -130,6 +141,8 @@ async def tools_problem(config: ModelConfig, facts: ServerFacts, client: httpx.A
     llama.cpp's template metadata answers without generating. Otherwise, with `completions`, two
     one-token completions with and without a tool: a server that drops tools (a template without tool
     support) bills the same prompt for both; one that refuses them answers the tool request with an error."""
+    if takes_tools(config):
+        return None
     if facts.kind == "llama.cpp" and facts.supports_tools is False:
         return "its chat template has no tool support (llama.cpp /props: chat_template_caps.supports_tools = false)"
     if not completions or not config.api_base:

@@ -1,5 +1,7 @@
-"""Test and benchmark helpers: a scriptable OpenAI server, a Ray cluster and a Hugging Face Hub, on loopback."""
+"""Test and benchmark helpers: scriptable OpenAI, Anthropic and Gemini servers, a Ray cluster and a Hub, on loopback."""
 
+from awm_runtime.testing._anthropic import FakeAnthropic
+from awm_runtime.testing._gemini import FakeGemini
 from awm_runtime.testing._hub import FakeHub
 from awm_runtime.testing._ray_cluster import LoopbackRayCluster
 from awm_runtime.testing._server import FakeOpenAI, Reply, Responder, sim_responder, storm, teach_builtin
@@ -7,6 +9,8 @@ from awm_runtime.testing._tokens import ChatML, with_token_ids
 
 __all__ = [
     "ChatML",
+    "FakeAnthropic",
+    "FakeGemini",
     "FakeHub",
     "FakeOpenAI",
     "LoopbackRayCluster",

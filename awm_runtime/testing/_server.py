@@ -8,45 +8,17 @@ The server records every request, checks the bearer key, and stops by itself aft
 
 from __future__ import annotations
 
-import asyncio
 import json
 import random
-import threading
 import time
 import uuid
-from collections import deque
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 
-from awm_runtime._sockets import bound_tcp_socket
-
-Responder = Callable[[dict[str, Any]], "Reply"]
-
-
-@dataclass(slots=True)
-class Reply:
-    """One scripted answer to a chat-completions request."""
-
-    content: str | None = "ok"
-    tool_calls: list[dict[str, Any]] | None = None
-    status: int = 200
-    headers: dict[str, str] = field(default_factory=dict)
-    body: str | None = None  # raw response body, e.g. malformed JSON; overrides everything else
-    delay_s: float = 0.0
-    hang: bool = False
-    usage: dict[str, int] | None = None
-    extra_choice: dict[str, Any] = field(default_factory=dict)  # e.g. logprobs
-    extra_message: dict[str, Any] = field(default_factory=dict)  # e.g. reasoning_content
-
-    @classmethod
-    def error(cls, status: int, message: str = "scripted failure", **headers: str) -> Reply:
-        return cls(content=None, status=status, headers={k.replace("_", "-"): v for k, v in headers.items()},
-                   body=json.dumps({"error": {"message": message, "type": "scripted", "code": status}}))
+from awm_runtime.testing._loopback import LoopbackServer, Reply, Responder
 
 
 def prompt_tokens(request: dict[str, Any]) -> int:
@@ -95,40 +67,26 @@ def completion_body(request: dict[str, Any], reply: Reply) -> dict[str, Any]:
     }
 
 
-class FakeOpenAI:
+class FakeOpenAI(LoopbackServer):
     """`with FakeOpenAI(key="k1") as server:` then point a model's api_base at `server.url`."""
+
+    thread_name = "fake-openai"
 
     def __init__(self, *, key: str | None = None, models: tuple[str, ...] = ("fake-model",),
                  script: list[Reply] | None = None, responder: Responder | None = None,
                  default: Reply | None = None, max_lifetime_s: float = 300.0, port: int = 0,
                  leak_key: bool = False, max_model_len: int | None = None) -> None:
-        self.key = key
+        super().__init__(key=key, models=models, script=script, responder=responder, default=default,
+                         max_lifetime_s=max_lifetime_s, port=port)
         self.leak_key = leak_key  # answer a wrong key with the key itself, as careless providers do
-        self.models = models
         self.max_model_len = max_model_len  # set: answer like vLLM (/v1/models max_model_len, POST /tokenize)
-        self.script: deque[Reply] = deque(script or [])
-        self.responder = responder
-        self.default = default or Reply()
-        self.max_lifetime_s = max_lifetime_s
-        self.requests: list[dict[str, Any]] = []
         self.in_flight = 0  # chat completions being answered right now
         self.max_in_flight = 0  # the most ever answered at once (concurrency limits are checked against it)
         self.tokenized: list[dict[str, Any]] = []  # bodies POSTed to /tokenize
-        self._port = port
-        self._server: Any = None
-        self._thread: threading.Thread | None = None
-        self._lock = threading.Lock()
 
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self._port}/v1"
-
-    def next_reply(self, request: dict[str, Any]) -> Reply:
-        with self._lock:
-            self.requests.append(request)
-            if self.script:
-                return self.script.popleft()
-        return self.responder(request) if self.responder else self.default
 
     def app(self) -> FastAPI:
         app = FastAPI()
@@ -181,58 +139,11 @@ class FakeOpenAI:
     async def _answer(self, body: dict[str, Any], arrived: float) -> Response:
         """The reply leaves `delay_s` after the request arrived: the server's own parsing and
         responding are part of the latency, as a model server's are."""
-        reply = await asyncio.to_thread(self.next_reply, body) if self.responder else self.next_reply(body)
-        if reply.hang:
-            await asyncio.sleep(self.max_lifetime_s)
-        if reply.delay_s:
-            await asyncio.sleep(max(0.0, arrived + reply.delay_s - time.monotonic()))
+        reply = await self.scripted(body, arrived)
         if reply.body is not None:
             return Response(reply.body, status_code=reply.status, headers=reply.headers,
                             media_type="application/json")
         return JSONResponse(completion_body(body, reply), status_code=reply.status, headers=reply.headers)
-
-    def start(self) -> FakeOpenAI:
-        import uvicorn
-
-        sock = bound_tcp_socket("127.0.0.1", self._port)
-        self._port = sock.getsockname()[1]
-        config = uvicorn.Config(self.app(), log_level="warning", access_log=False, lifespan="off",
-                                timeout_keep_alive=30, backlog=4096, timeout_graceful_shutdown=2)
-        self._server = uvicorn.Server(config)
-        started = threading.Event()
-
-        def serve() -> None:
-            async def main() -> None:
-                watchdog = asyncio.get_running_loop().call_later(self.max_lifetime_s, self._expire)
-                started.set()
-                try:
-                    await self._server.serve(sockets=[sock])
-                finally:
-                    watchdog.cancel()
-            asyncio.run(main())
-
-        self._thread = threading.Thread(target=serve, name=f"fake-openai-{self._port}", daemon=True)
-        self._thread.start()
-        started.wait(10)
-        deadline = time.monotonic() + 10
-        while not getattr(self._server, "started", False) and time.monotonic() < deadline:
-            time.sleep(0.01)
-        return self
-
-    def _expire(self) -> None:
-        self._server.should_exit = True
-
-    def stop(self) -> None:
-        if self._server is not None:
-            self._server.should_exit = True
-        if self._thread is not None:
-            self._thread.join(10)
-
-    def __enter__(self) -> FakeOpenAI:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
 
 def sim_responder(behaviour: str = "oracle", knobs: dict[str, Any] | None = None) -> Responder:
@@ -250,10 +161,10 @@ def sim_responder(behaviour: str = "oracle", knobs: dict[str, Any] | None = None
 
 
 def storm(inner: Responder | None = None, *, rate_limited: float = 0.3, server_errors: float = 0.15,
-          retry_after: str = "0.05", seed: int = 0) -> Responder:
-    """Fail a seeded share of requests with 429 (with Retry-After) or a 5xx; answer the rest with `inner`."""
+          retry_after: str = "0.05", seed: int = 0, statuses: tuple[int, ...] = (500, 502, 503)) -> Responder:
+    """Fail a seeded share of requests with 429 (with Retry-After) or a 5xx from `statuses` (Anthropic's
+    overload is 529); answer the rest with `inner`. Each wire words the faults as its provider does."""
     rng = random.Random(seed)
-    statuses = (500, 502, 503)
 
     def respond(request: dict[str, Any]) -> Reply:
         roll = rng.random()
