@@ -83,6 +83,8 @@ def classify(exc: BaseException) -> ModelErrorKind:
         return "context"  # litellm knows OpenAI's and vLLM's wording, not llama.cpp's or TGI's: the text decides
     if status == 400 and is_bad_key(_error_text(exc)):
         return "auth"  # Gemini answers a wrong key with 400 INVALID_ARGUMENT
+    if isinstance(status, int) and 400 <= status < 500 and is_spend_cap(_error_text(exc)):
+        return "bad_request"  # a spent budget answers 429 on some versions: waiting a few seconds cannot help
     for cls, kind in checks:
         if isinstance(exc, cls):
             return kind
@@ -121,6 +123,14 @@ _FILTER_HINTS = ("content_filter", "content management policy", "content_policy"
 
 
 _BAD_KEY = re.compile(r"api_key_invalid|api key not valid")
+# A spent budget or spending cap: the litellm proxy's `budget_exceeded` (HTTP 422 since 1.8x, 400 or 429
+# before), Anthropic's monthly cap (429 rate_limit_error with error_code enforced_spend_limit_reached).
+_SPEND_CAP = re.compile(r"budget has been exceeded|budget_exceeded|enforced_spend_limit_reached")
+
+
+def is_spend_cap(text: str) -> bool:
+    """Whether an error answer says a budget or spending cap is used up (no retry can succeed soon)."""
+    return bool(_SPEND_CAP.search(text.lower()))
 
 
 def is_bad_key(text: str) -> bool:
@@ -147,6 +157,8 @@ def _error_text(exc: BaseException) -> str:
 
 def kind_for_status(status: int, text: str = "") -> ModelErrorKind:
     """The class of an HTTP error answer, for transports that see the status and body themselves."""
+    if 400 <= status < 500 and is_spend_cap(text):
+        return "bad_request"
     if status == 429:
         return "rate_limit"
     if status in OVERFLOW_STATUSES and is_context_overflow(text):

@@ -70,6 +70,14 @@ OVERFLOWS = [
     (400, _openai("Your input exceeds the context window of this model. Please adjust your input and try again.",
                   type="invalid_request_error", code="context_length_exceeded"), "OpenAI Responses"),
     (400, _openai("prompt is too long: 205000 tokens > 200000 maximum", type="invalid_request_error"), "Anthropic"),
+    # Anthropic's Messages API (invalid_request_error) and Gemini's generateContent (INVALID_ARGUMENT), native bodies.
+    (400, json.dumps({"type": "error", "error": {"type": "invalid_request_error", "message": "prompt is too long: "
+                      "208310 tokens > 200000 maximum"}, "request_id": "req_011CSHoEeqs5C35K2UUqR7Fy"}), "Anthropic"),
+    (400, json.dumps({"type": "error", "error": {"type": "invalid_request_error", "message": "input length and "
+                      "`max_tokens` exceed context limit: 188240 + 21333 > 200000, decrease input length or "
+                      "`max_tokens` and try again"}}), "Anthropic, prompt plus max_tokens"),
+    (400, json.dumps({"error": {"code": 400, "message": "The input token count (1054016) exceeds the maximum number "
+                                "of tokens allowed (1048576).", "status": "INVALID_ARGUMENT"}}), "Gemini"),
     (413, _openai("Request too large: the input (300000 tokens) is longer than the model's context length "
                   "(262144 tokens)."), "a gateway's 413"),
 ]
@@ -81,6 +89,29 @@ NOT_OVERFLOWS = [
                       "error_type": "validation"}), "bad_request"),
     (429, _openai("Rate limit reached for gpt-4.1 on tokens per min (TPM): too many tokens, please slow down.",
                   code="rate_limit_exceeded"), "rate_limit"),
+    # Anthropic's request-size limit is bytes, not tokens; its monthly spend cap is a 429 no wait can cure.
+    (413, json.dumps({"type": "error", "error": {"type": "request_too_large", "message": "Request exceeds the "
+                      "maximum allowed number of bytes."}}), "bad_request"),
+    (429, json.dumps({"type": "error", "error": {"type": "rate_limit_error", "message": "You have reached your "
+                      "monthly spend cap.", "details": {"error_code": "enforced_spend_limit_reached"}}}),
+     "bad_request"),
+    (429, json.dumps({"type": "error", "error": {"type": "rate_limit_error", "message": "This request would exceed "
+                      "the rate limit for your organization of 50 requests per minute."}}), "rate_limit"),
+    # Gemini answers a wrong key with 400 INVALID_ARGUMENT (reason API_KEY_INVALID), quota with 429.
+    (400, json.dumps({"error": {"code": 400, "message": "API key not valid. Please pass a valid API key.",
+                                "status": "INVALID_ARGUMENT", "details": [{"reason": "API_KEY_INVALID"}]}}), "auth"),
+    (429, json.dumps({"error": {"code": 429, "message": "Resource has been exhausted (e.g. check quota).",
+                                "status": "RESOURCE_EXHAUSTED"}}), "rate_limit"),
+    (503, json.dumps({"error": {"code": 503, "message": "The model is overloaded. Please try again later.",
+                                "status": "UNAVAILABLE"}}), "server"),
+    # The litellm proxy (ProxyException bodies): a spent budget (422 since the 1.8x line, 429 before) is final;
+    # its router's "No deployments available" (a deployment's rpm/tpm used up) is a 429 worth waiting for.
+    (422, _openai("Budget has been exceeded! Key=sk-...abcd Current cost: 0.52, Max budget: 0.5",
+                  type="budget_exceeded", param=None, code="422"), "bad_request"),
+    (429, _openai("Budget has been exceeded! Current cost: 0.52, Max budget: 0.5", type="budget_exceeded",
+                  param=None, code="429"), "bad_request"),
+    (429, _openai("litellm.RateLimitError: No deployments available for selected model, Try again in 60 seconds. "
+                  "Passed model=smollm2.", type="None", param=None, code="429"), "rate_limit"),
     # llama.cpp answers a prompt longer than its physical batch with a 500: a server setting, not the context.
     (500, json.dumps({"error": {"code": 500, "message": "input (9000 tokens) is too large to process. increase the "
                                 "physical batch size", "type": "server_error"}}), "server"),
