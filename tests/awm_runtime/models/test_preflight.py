@@ -85,3 +85,38 @@ def test_a_broken_install_is_fatal_not_retryable() -> None:
             raise RuntimeError("Connection error.") from inner
     except RuntimeError as exc:
         assert classify(exc) == "fatal"
+
+
+async def test_anthropic_and_gemini_endpoints_are_checked_with_their_own_key_headers(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from awm_runtime.models._serving import read_facts, takes_tools, tools_problem
+    from awm_runtime.testing import FakeAnthropic, FakeGemini
+
+    with FakeAnthropic(key=KEY, models=("claude-x",)) as a, FakeGemini(key=KEY, models=("gemini-x",)) as g:
+        claude, gemini = cfg("c", a.url, "anthropic/claude-x"), cfg("g", g.url, "gemini/gemini-x")
+        await preflight([("expert", claude), ("judge", gemini)], mode="quick")  # keys and model lists pass
+        with pytest.raises(ConfigError) as info:
+            await preflight([("expert", cfg("c", a.url, "anthropic/claude-y")),
+                             ("judge", cfg("g", g.url, "gemini/gemini-y"))], mode="quick")
+        lines = str(info.value).splitlines()
+        assert len(lines) == 2 and "does not serve 'claude-y' (it serves: claude-x)" in lines[0]
+        assert "does not serve 'gemini-y' (it serves: gemini-x)" in lines[1]
+        monkeypatch.setenv("PF_KEY", "wrong-key")
+        with pytest.raises(ConfigError) as wrong:
+            await preflight([("expert", claude), ("judge", gemini)], mode="quick")
+        assert [line.count("rejected the key in PF_KEY") for line in str(wrong.value).splitlines()] == [1, 1]
+        monkeypatch.setenv("PF_KEY", KEY)
+        from awm_runtime.models._litellm import litellm
+
+        litellm()  # imported first (seconds on a busy machine), so the probe's own timeout is not spent on it
+        await preflight([("policy", claude), ("judge", gemini)])  # full: one tiny completion each, tools included
+        assert a.requests[-1]["tools"][0]["name"] == "noop" and a.requests[-1]["max_tokens"] == 8
+        assert g.requests[-1]["_model"] == "gemini-x"
+        # Tools reach these models by API contract: no OpenAI-shaped probe is sent to them.
+        import httpx
+
+        sent = len(a.requests)
+        async with httpx.AsyncClient() as client:
+            facts = await read_facts(claude, client)
+            assert takes_tools(claude) and await tools_problem(claude, facts, client, completions=True) is None
+        assert facts.kind == "other" and len(a.requests) == sent
