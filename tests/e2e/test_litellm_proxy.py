@@ -168,9 +168,10 @@ async def test_the_proxys_own_error_bodies_classify(proxy: str, monkeypatch: pyt
         await client("gone", retries={"server": 1, "connection": 1}).complete([{"role": "user", "content": "hi"}])
     assert down.value.kind in ("server", "connection") and "after 2 attempts" in str(down.value)
     monkeypatch.setenv("PROXY_KEY", "sk-not-the-master-key")
-    with pytest.raises(ModelError) as refused:  # a key the proxy does not know
-        await client("smollm2").complete([{"role": "user", "content": "hi"}])
-    assert refused.value.kind == "auth" and "sk-not-the-master-key" not in str(refused.value)
+    with pytest.raises(ModelError) as refused:  # a key the proxy does not know: without its database the proxy
+        await client("smollm2").complete([{"role": "user", "content": "hi"}])  # says "400 No connected db."
+    assert refused.value.kind == "bad_request" and "No connected db" in str(refused.value)
+    assert "attempts" not in str(refused.value) and "sk-not-the-master-key" not in str(refused.value)  # final
 
 
 def test_the_proxy_lock_pins_the_runtimes_litellm_and_never_a_compromised_one() -> None:
