@@ -147,8 +147,10 @@ params = {{ max_tokens = 512 }}
 {FAST}
 """)
         out = tmp_path / "run"
+        # --model-procs 0: litellm in the run's own process (the three-wire run above uses the call procs).
         proc = awm_run("--config", str(config), "--policy", "agent", "--expert", "none", "--scenarios", "homehub*",
-                       "--tasks", "0-3", "--out", str(out), "--quiet", env={"AGENT_KEY": "policy-wire-key-4444"})
+                       "--tasks", "0-3", "--model-procs", "0", "--out", str(out), "--quiet",
+                       env={"AGENT_KEY": "policy-wire-key-4444"})
     assert proc.returncode == 0, proc.stderr[-3000:]
     recs = records(out)
     assert len(recs) == 4 and all(r["error"] is None for r in recs)
