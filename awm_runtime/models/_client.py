@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 
 from tenacity import AsyncRetrying, RetryError
@@ -10,7 +11,7 @@ from tenacity import AsyncRetrying, RetryError
 from awm_runtime import _events
 from awm_runtime._errors import ModelError
 from awm_runtime.models._exceptions import AttemptError
-from awm_runtime.models._limits import limiter_for
+from awm_runtime.models._limits import EndpointLimiter, limiter_for
 from awm_runtime.models._pricing import Prices, prices_for
 from awm_runtime.models._registry import ModelConfig
 from awm_runtime.models._reply import ModelReply
@@ -43,6 +44,11 @@ class ModelClient:
         self.route = Route(self.role, config.alias, config.model, config.api_base, config.api_key_env)
         self._limiter = limiter_for(config.endpoint, config.api_key_env, config.max_concurrency, self.role,
                                     rpm=config.rpm, tpm=config.tpm)
+
+    @property
+    def limiter(self) -> EndpointLimiter:
+        """The limiter of this client's endpoint (shared with every client of the same endpoint and key)."""
+        return self._limiter
 
     def bind(self, api_base: str) -> None:
         """Point a local alias's client at the server started for it (models/_local.py), before any call."""
@@ -77,7 +83,9 @@ class ModelClient:
     async def _attempt(self, messages: list[dict[str, Any]], params: dict[str, Any],
                        retries: CallRetries) -> ModelReply:
         estimate = estimate_tokens(messages, params) if self._limiter.tpm else 0
+        asked = time.monotonic()
         async with self._limiter.slot(estimate) as slot:
+            retries.queued_s += time.monotonic() - asked  # the deadline starts when the attempt is sent
             # The last attempt gets what is left of the deadline, never more than the alias's timeout. Whole
             # seconds: litellm caches its HTTP clients by timeout, and a new client per call costs ~1 ms.
             remaining = retries.remaining_s()
