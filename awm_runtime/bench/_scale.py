@@ -77,36 +77,6 @@ def _lateness(url: str, *, reset: bool = False) -> dict[str, Any]:
         return dict(orjson.loads(resp.read()))
 
 
-def _children_rss() -> tuple[float, float]:
-    """RSS (MiB) of this process's descendants: (shards of the run, everything else: world workers,
-    verifiers), leaving out the model server."""
-    from awm_runtime.scheduler._control import rss_mib
-
-    parents: dict[int, int] = {}
-    cmdlines: dict[int, bytes] = {}
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            parents[int(entry.name)] = int(Path(entry.path, "stat").read_text().rsplit(")", 1)[1].split()[1])
-            cmdlines[int(entry.name)] = Path(entry.path, "cmdline").read_bytes()
-        except (OSError, ValueError, IndexError):
-            continue
-    mine, frontier = set(), {os.getpid()}
-    while frontier:
-        frontier = {pid for pid, ppid in parents.items() if ppid in frontier and pid not in mine}
-        mine |= frontier
-    shards = other = 0.0
-    for pid in mine:
-        if b"awm_runtime.testing" in cmdlines.get(pid, b""):
-            continue
-        if b"awm_runtime.scheduler._process_main" in cmdlines.get(pid, b""):
-            shards += rss_mib(pid)
-        else:
-            other += rss_mib(pid)
-    return shards, other
-
-
 def _proc_cpu_s(pid: int) -> float:
     """CPU seconds of a live process, from /proc/PID/stat (utime + stime)."""
     try:
@@ -202,14 +172,16 @@ async def _measure(prep: Any, server_pid: int | None) -> tuple[dict[str, Any], l
     progress = RunProgress()
     samples: list[dict[str, float]] = []
     base_rss = rss_mib()
-    peaks = Peaks(exclude={server_pid} if server_pid else set())
+    peaks = Peaks(exclude={server_pid} if server_pid else set(), every_s=0.5)
+    peaks.sample()  # the idle figures, before the run
+    peaks.cpu_s = 0.0
     peaks.start()
     started = time.monotonic()
     cpu0 = {"self": cpu_s(), "children": cpu_s(-1), "server": _proc_cpu_s(server_pid) if server_pid else 0.0}
 
     async def sample() -> None:
         while True:
-            shard_rss, other_rss = _children_rss()
+            shard_rss, other_rss = peaks.shards_rss_mib, peaks.other_rss_mib  # scanned in the peaks thread
             samples.append({"t": time.monotonic() - started, "finished": progress.recorded, "cpu": cpu_s(),
                             "in_flight": progress.in_flight, "rss": rss_mib(), "children_rss": shard_rss,
                             "other_rss": other_rss})
@@ -222,7 +194,8 @@ async def _measure(prep: Any, server_pid: int | None) -> tuple[dict[str, Any], l
         sampler.cancel()
         await asyncio.to_thread(peaks.stop)
     result.summary["bench_peaks"] = peaks.to_dict()
-    cpu = {"self": cpu_s() - cpu0["self"], "children": cpu_s(-1) - cpu0["children"],
+    # The peaks thread's /proc scans are the bench's own CPU, not the runtime's.
+    cpu = {"self": cpu_s() - cpu0["self"] - peaks.cpu_s, "children": cpu_s(-1) - cpu0["children"],
            "server": (_proc_cpu_s(server_pid) - cpu0["server"]) if server_pid else 0.0}
     return result.summary, samples, base_rss, cpu
 

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from awm_runtime.bench._procs import _memory, descendants
+from awm_runtime.bench._procs import _memory, descendants, kind_of
 
 # Issue 32: a batch launched at once, 1,000 x 5 s, spread or on one scenario.
 BATCH_TARGET = 0.85
@@ -44,22 +45,33 @@ class Peaks:
     files_runtime: int = 0  # open files of the runtime's own process
     files_all: int = 0  # summed over the run's processes
     processes: int = 0
+    shards_rss_mib: float = 0.0  # the last sample: RSS of the run's shard processes
+    other_rss_mib: float = 0.0  # and of its other children (world workers, verifiers)
+    cpu_s: float = 0.0  # this sampler's own CPU, to leave out of the runtime's
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
 
     def sample(self) -> None:
+        started = time.thread_time()
         root = os.getpid()
-        rss = pss = 0.0
+        rss = pss = shards = other = 0.0
         files = 0
         pids = descendants(root) - self.exclude
         for pid in pids:
             r, p = _memory(pid)
             rss, pss = rss + r, pss + p
             files += open_files(pid)
+            if pid != root:
+                if kind_of(pid, root) == "shard":
+                    shards += r
+                else:
+                    other += r
+        self.shards_rss_mib, self.other_rss_mib = shards, other
         self.rss_mib, self.pss_mib = max(self.rss_mib, rss), max(self.pss_mib, pss)
         self.files_runtime = max(self.files_runtime, open_files(root))
         self.files_all = max(self.files_all, files)
         self.processes = max(self.processes, len(pids))
+        self.cpu_s += time.thread_time() - started
 
     def _loop(self) -> None:
         while not self._stop.wait(self.every_s):
