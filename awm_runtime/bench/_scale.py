@@ -24,7 +24,7 @@ from typing import Any
 
 import orjson
 
-from awm_runtime.bench._scale_peaks import batch_figures, open_files_limit
+from awm_runtime.bench._scale_peaks import BurningTransport, batch_figures, open_files_limit
 
 # Issue 13: full stack on a quiet 2-core machine, median of 3 runs.
 TARGETS = {(256, 2.0): 0.92, (1000, 5.0): 0.90}
@@ -45,6 +45,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="launch every episode at once (N episodes, one wave), as a GRPO step or an eval does, and "
                         "report the makespan from the model server's first request to its last reply")
     p.add_argument("--out", type=Path, default=None, metavar="DIR", help="keep the run directory here")
+    p.add_argument("--inject-ms", type=float, default=0.0, metavar="MS",
+                   help="burn MS of CPU on the event loop per model call: checks that the benchmark sees a "
+                        "change of the runtime's CPU per call (default 0)")
     p.add_argument("--ray", action="store_true",
                    help="also run on a Ray cluster started on loopback for the bench (--ray-nodes nodes of "
                         "--ray-cpus CPUs): efficiency against one process at the same load, and each node's overhead")
@@ -140,6 +143,9 @@ async def full_stack(args: argparse.Namespace, out: Path, ray: str | None = None
                            shards=args.shards if shards is None else shards, out=out, config_path=tmp / "awm.toml",
                            grace_s=5, ray=ray)
         prep = await prepare(config)
+        if getattr(args, "inject_ms", 0.0) > 0:
+            for client in prep.ctx.clients.values():
+                client._transport = BurningTransport(client.transport, args.inject_ms / 1000)
         batch = bool(getattr(args, "batch", False))
         repeats = max(1, math.ceil(n * (1 if batch else args.waves) / len(prep.tasks)))
         # A batch: every planned episode in flight at once.

@@ -110,3 +110,17 @@ def batch_figures(server_stats: dict[str, Any], calls: list[int], latency: float
             "last_reply_to_run_end_s": round(run_ended_unix - last, 2),
             "first_request_to_run_end_s": round(run_ended_unix - first, 2),
             "target": BATCH_TARGET, "met": makespan > 0 and ideal / makespan >= BATCH_TARGET}
+
+
+class BurningTransport:
+    """A Transport that burns `seconds` of CPU on the event loop before each attempt (`--inject-ms`): a known
+    overhead per call, to check that the benchmark's CPU per call moves by that much."""
+
+    def __init__(self, inner: Any, seconds: float) -> None:
+        self.inner, self.seconds = inner, seconds
+
+    async def attempt(self, route: Any, messages: Any, params: Any, timeout_s: float) -> Any:
+        until = time.thread_time() + self.seconds
+        while time.thread_time() < until:
+            pass
+        return await self.inner.attempt(route, messages, params, timeout_s)
