@@ -41,3 +41,16 @@ def test_one_line_says_when_the_hard_limit_is_too_low_for_the_concurrency() -> N
     assert "open-file limit is 1024" in line and "10000 episodes in flight" in line and "--concurrency" in line
     soft, line = _run(100, 256, 1024)
     assert soft == 1024 and line == ""
+
+
+def test_in_this_process_the_soft_limit_ends_at_the_hard_limit() -> None:
+    from awm_runtime.scheduler._fds import raise_open_files
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(soft, 1024), hard))
+        line = raise_open_files(10)
+        assert resource.getrlimit(resource.RLIMIT_NOFILE)[0] == (hard if hard != resource.RLIM_INFINITY else 1024)
+        assert line is None
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, resource.getrlimit(resource.RLIMIT_NOFILE)[0]), hard))
