@@ -32,34 +32,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--world-workers", type=int, default=0, metavar="N",
                    help="world worker processes (default: the runtime's, one per core, 2 to 8)")
     p.add_argument("--model-path", choices=("direct", "litellm"), default="direct",
-                   help="how the simulated oracle is reached: direct = in the runtime's process, without litellm "
-                        "(measures the runtime and the world engine; default); litellm = through litellm's custom "
-                        "provider, as awm-run's sim/ aliases are")
+                   help="how the simulated oracle is reached: direct = in the runtime's process, without litellm, "
+                        "as awm-run's sim/ aliases are (default); litellm = through litellm's custom provider, as "
+                        "they were before issue 32 (transport = \"litellm\")")
     p.add_argument("--data", type=Path, default=None, metavar="DIR",
                    help="build the set here and keep it (reused when it is already there); default: a temp dir")
     p.add_argument("--out", type=Path, default=None, metavar="DIR", help="keep the run directory here")
-
-
-class DirectSim:
-    """A Transport that answers like litellm's `sim` provider, without litellm: `simulate` in this process."""
-
-    async def attempt(self, route: Any, messages: list[dict[str, Any]], params: dict[str, Any],
-                      timeout_s: float) -> Any:
-        import json
-
-        from awm_runtime._types import Usage
-        from awm_runtime.models._reply import ModelReply
-        from awm_runtime.models.sim import simulate
-
-        started = time.perf_counter()
-        message = simulate(route.model, messages, params)
-        calls = message.get("tool_calls") or []
-        prompt = sum(len(m.get("content") or "") for m in messages) // 4
-        out = (len(message.get("content") or "") + len(json.dumps(calls))) // 4
-        return ModelReply(content=message.get("content"), tool_calls=calls,
-                          finish_reason="tool_calls" if calls else "stop",
-                          usage=Usage(calls=1, prompt_tokens=prompt, completion_tokens=out),
-                          latency_s=time.perf_counter() - started)
 
 
 def _ensure_set(args: argparse.Namespace, tmp: Path) -> tuple[Path, dict[str, Any], float]:
@@ -102,10 +80,12 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         prep = await prepare(config)
         world = prep.world
         assert isinstance(world, AwmWorld)  # a directory: the local engine
-        if args.model_path == "direct":
+        if args.model_path == "litellm":  # the old path of awm-run's sim/ aliases, for comparison
+            from awm_runtime.models._transport import IN_PROCESS
+
             for client in prep.ctx.clients.values():
                 if client.config.simulated:
-                    client._transport = DirectSim()  # bench only: the oracle without litellm
+                    client._transport = IN_PROCESS
         prepare_s = time.perf_counter() - started
         progress = RunProgress()
         samples: list[tuple[float, int, float, float, int]] = []
@@ -192,4 +172,4 @@ def _report(args: argparse.Namespace, info: dict[str, Any], build_s: float, prep
     return result
 
 
-__all__ = ["DirectSim", "add_arguments", "run"]
+__all__ = ["add_arguments", "run"]

@@ -24,6 +24,8 @@ from typing import Any
 
 import orjson
 
+from awm_runtime.bench._scale_peaks import BurningTransport, batch_figures, open_files_limit
+
 # Issue 13: full stack on a quiet 2-core machine, median of 3 runs.
 TARGETS = {(256, 2.0): 0.92, (1000, 5.0): 0.90}
 LAG_TARGET_MS = 50.0
@@ -36,8 +38,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--waves", type=float, default=4.0, metavar="W",
                    help="episodes run = W x N, so the steady state lasts about W-1 episode lengths (default 4)")
     p.add_argument("--shards", default="auto", metavar="N|auto", help="worker processes (default auto)")
-    p.add_argument("--scenarios", default="*", metavar="GLOB", help="built-in scenarios to draw tasks from")
+    p.add_argument("--scenarios", default="*", metavar="GLOB",
+                   help="built-in scenarios to draw tasks from; one scenario is the GRPO shape (a batch that lands "
+                        "on one world)")
+    p.add_argument("--batch", action="store_true",
+                   help="launch every episode at once (N episodes, one wave), as a GRPO step or an eval does, and "
+                        "report the makespan from the model server's first request to its last reply")
     p.add_argument("--out", type=Path, default=None, metavar="DIR", help="keep the run directory here")
+    p.add_argument("--inject-ms", type=float, default=0.0, metavar="MS",
+                   help="burn MS of CPU on the event loop per model call: checks that the benchmark sees a "
+                        "change of the runtime's CPU per call (default 0)")
     p.add_argument("--ray", action="store_true",
                    help="also run on a Ray cluster started on loopback for the bench (--ray-nodes nodes of "
                         "--ray-cpus CPUs): efficiency against one process at the same load, and each node's overhead")
@@ -59,42 +69,15 @@ def _start_server(latency: float, lifetime: float) -> tuple[subprocess.Popen[str
     return proc, url
 
 
-def _lateness(url: str) -> dict[str, Any]:
-    """How late the loopback server's replies left past the latency (its own share of each call)."""
+def _lateness(url: str, *, reset: bool = False) -> dict[str, Any]:
+    """How late the loopback server's replies left past the latency (its own share of each call), and when
+    its first request came and its last reply left. `reset`: forget everything so far."""
     import urllib.request
 
-    with urllib.request.urlopen(url.removesuffix("/v1") + "/stats", timeout=10) as resp:  # loopback
+    base = url.removesuffix("/v1")
+    request = urllib.request.Request(base + "/stats/reset", method="POST") if reset else base + "/stats"
+    with urllib.request.urlopen(request, timeout=10) as resp:  # loopback
         return dict(orjson.loads(resp.read()))
-
-
-def _children_rss() -> tuple[float, float]:
-    """RSS (MiB) of this process's descendants: (shards of the run, everything else: world workers,
-    verifiers), leaving out the model server."""
-    from awm_runtime.scheduler._control import rss_mib
-
-    parents: dict[int, int] = {}
-    cmdlines: dict[int, bytes] = {}
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            parents[int(entry.name)] = int(Path(entry.path, "stat").read_text().rsplit(")", 1)[1].split()[1])
-            cmdlines[int(entry.name)] = Path(entry.path, "cmdline").read_bytes()
-        except (OSError, ValueError, IndexError):
-            continue
-    mine, frontier = set(), {os.getpid()}
-    while frontier:
-        frontier = {pid for pid, ppid in parents.items() if ppid in frontier and pid not in mine}
-        mine |= frontier
-    shards = other = 0.0
-    for pid in mine:
-        if b"awm_runtime.testing" in cmdlines.get(pid, b""):
-            continue
-        if b"awm_runtime.scheduler._process_main" in cmdlines.get(pid, b""):
-            shards += rss_mib(pid)
-        else:
-            other += rss_mib(pid)
-    return shards, other
 
 
 def _proc_cpu_s(pid: int) -> float:
@@ -122,7 +105,11 @@ def _steady(samples: list[dict[str, float]], n: int,
 
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
+    from awm_runtime.scheduler._fds import raise_open_files
+
     n, latency = args.episodes, args.latency
+    if (low := raise_open_files(n)) is not None:  # the model server, started below, inherits the limit
+        print(f"awm-bench: {low}", file=sys.stderr)
     out = args.out or Path(tempfile.mkdtemp(prefix="awm-bench-scale-")) / "run"
     if args.stack == "scheduler":
         prep = _scheduler_stack(n, latency, args.waves, out)
@@ -144,6 +131,7 @@ async def full_stack(args: argparse.Namespace, out: Path, ray: str | None = None
     from awm_runtime.scheduler import prepare
 
     n, latency = args.episodes, args.latency
+    bench_started = time.time()
     tmp = Path(tempfile.mkdtemp(prefix="awm-bench-scale-"))
     server, url = _start_server(latency, 600 + args.waves * 300 * latency)
     try:
@@ -155,10 +143,20 @@ async def full_stack(args: argparse.Namespace, out: Path, ray: str | None = None
                            shards=args.shards if shards is None else shards, out=out, config_path=tmp / "awm.toml",
                            grace_s=5, ray=ray)
         prep = await prepare(config)
-        repeats = max(1, math.ceil(n * args.waves / len(prep.tasks)))
-        prep.config = config.model_copy(update={"repeats": repeats})
+        if getattr(args, "inject_ms", 0.0) > 0:
+            for client in prep.ctx.clients.values():
+                client._transport = BurningTransport(client.transport, args.inject_ms / 1000)
+        batch = bool(getattr(args, "batch", False))
+        repeats = max(1, math.ceil(n * (1 if batch else args.waves) / len(prep.tasks)))
+        # A batch: every planned episode in flight at once.
+        update = {"repeats": repeats, **({"concurrency": repeats * len(prep.tasks)} if batch else {})}
+        prep.config = config.model_copy(update=update)
+        await asyncio.to_thread(_lateness, url, reset=True)  # the preflight's call is not the run's
+        run_started = time.time()
         summary, samples, base_rss, cpu = await _measure(prep, server.pid)
+        run_ended = time.time()
         summary["model_server_lateness"] = await asyncio.to_thread(_lateness, url)
+        summary["bench_times"] = {"bench_started": bench_started, "run_started": run_started, "run_ended": run_ended}
     finally:
         server.terminate()
         try:
@@ -172,6 +170,7 @@ async def full_stack(args: argparse.Namespace, out: Path, ray: str | None = None
 async def _measure(prep: Any, server_pid: int | None) -> tuple[dict[str, Any], list[dict[str, float]], float,
                                                                 dict[str, float]]:
     """Run `prep` while sampling progress, in-flight episodes and RSS; CPU seconds by process kind."""
+    from awm_runtime.bench._scale_peaks import Peaks
     from awm_runtime.scheduler import RunProgress
     from awm_runtime.scheduler import run as run_episodes
     from awm_runtime.scheduler._control import cpu_s, rss_mib
@@ -179,12 +178,16 @@ async def _measure(prep: Any, server_pid: int | None) -> tuple[dict[str, Any], l
     progress = RunProgress()
     samples: list[dict[str, float]] = []
     base_rss = rss_mib()
+    peaks = Peaks(exclude={server_pid} if server_pid else set(), every_s=0.5)
+    peaks.sample()  # the idle figures, before the run
+    peaks.cpu_s = 0.0
+    peaks.start()
     started = time.monotonic()
     cpu0 = {"self": cpu_s(), "children": cpu_s(-1), "server": _proc_cpu_s(server_pid) if server_pid else 0.0}
 
     async def sample() -> None:
         while True:
-            shard_rss, other_rss = _children_rss()
+            shard_rss, other_rss = peaks.shards_rss_mib, peaks.other_rss_mib  # scanned in the peaks thread
             samples.append({"t": time.monotonic() - started, "finished": progress.recorded, "cpu": cpu_s(),
                             "in_flight": progress.in_flight, "rss": rss_mib(), "children_rss": shard_rss,
                             "other_rss": other_rss})
@@ -195,7 +198,10 @@ async def _measure(prep: Any, server_pid: int | None) -> tuple[dict[str, Any], l
         result = await run_episodes(prep.config, prepared=prep, progress=progress)
     finally:
         sampler.cancel()
-    cpu = {"self": cpu_s() - cpu0["self"], "children": cpu_s(-1) - cpu0["children"],
+        await asyncio.to_thread(peaks.stop)
+    result.summary["bench_peaks"] = peaks.to_dict()
+    # The peaks thread's /proc scans are the bench's own CPU, not the runtime's.
+    cpu = {"self": cpu_s() - cpu0["self"] - peaks.cpu_s, "children": cpu_s(-1) - cpu0["children"],
            "server": (_proc_cpu_s(server_pid) - cpu0["server"]) if server_pid else 0.0}
     return result.summary, samples, base_rss, cpu
 
@@ -327,6 +333,11 @@ def _report(args: argparse.Namespace, summary: dict[str, Any], out: Path, sample
     ceiling = cores / sum(cpu_ep.values()) if sum(cpu_ep.values()) else 0.0
     target = TARGETS.get((n, latency)) if args.stack == "full" else None  # the targets are for the full stack
     outcomes = summary["arms"]["main"]["outcomes"] if summary.get("arms") else {}
+    peaks = summary.get("bench_peaks") or {}
+    times = summary.get("bench_times")
+    batch = (batch_figures(summary.get("model_server_lateness") or {}, calls, latency, times["run_started"],
+                           times["run_ended"], times["bench_started"])
+             if getattr(args, "batch", False) and times else None)
     result = {
         "episodes_in_flight": n, "latency_s": latency, "shards": summary["shards"], "episodes": len(calls),
         "repeats": repeats, "outcomes": outcomes, "mean_model_calls_per_episode": round(mean_calls, 3),
@@ -344,6 +355,7 @@ def _report(args: argparse.Namespace, summary: dict[str, Any], out: Path, sample
         "cpu_bound_ceiling_episodes_per_s": round(ceiling, 2),
         "cpu_bound_ceiling_efficiency": round(min(ceiling, ideal) / ideal, 4) if ideal else 0.0,
         "record_bytes_mean": round(statistics.fmean(sizes), 0) if sizes else 0,
+        **peaks, "open_files_limit": open_files_limit(), "batch": batch,
         "load_average": os.getloadavg(), "cpus": os.cpu_count(), "run_dir": str(out),
         "model_server_lateness": summary.get("model_server_lateness"),
         "targets": {"efficiency": target, "loop_lag_p99_ms": LAG_TARGET_MS},
@@ -351,14 +363,24 @@ def _report(args: argparse.Namespace, summary: dict[str, Any], out: Path, sample
                 "loop_lag_p99": max(lags) < LAG_TARGET_MS},
     }
     result["table"] = [
-        ["episodes/s (steady)", f"{rate:.2f} of ideal {ideal:.2f}", ""],
-        ["efficiency", f"{efficiency:.1%}", f">= {target:.0%}" if target else "-"],
+        *([["episodes/s (steady)", f"{rate:.2f} of ideal {ideal:.2f}", ""],
+           ["efficiency", f"{efficiency:.1%}", f">= {target:.0%}" if target else "-"]] if not batch else
+          [["steady state", "none: a batch is one wave (see the makespan)", ""]]),
         ["loop lag p99", f"{max(lags):.0f} ms", f"< {LAG_TARGET_MS:.0f} ms"],
         ["RSS per in-flight episode", f"{rss_per_low:.3f} to {rss_per:.3f} MiB", f"< {RSS_TARGET_MIB:g} MiB"],
         ["CPU s/episode runtime|world|server", " | ".join(f"{v:.3f}" for v in cpu_ep.values()), ""],
         ["CPU ms/model call runtime|world|server", " | ".join(f"{v:.2f}" for v in cpu_call.values()), ""],
         ["CPU-bound ceiling (quiet machine)", f"{ceiling:.2f} episodes/s on {cores} cores", ""],
         ["shards", str(summary["shards"]), ""],
+        *([["batch makespan (first request to last reply)", f"{batch['makespan_s']} s of ideal "
+            f"{batch['ideal_makespan_s']} s: {batch['efficiency']:.1%}", f">= {batch['target']:.0%}"],
+           ["batch: prepare | run start to first request", f"{batch['prepare_s']} s | "
+            f"{batch['run_start_to_first_request_s']} s", ""]]
+          if batch and batch.get("efficiency") is not None else []),
+        ["peak RSS | PSS of the run's processes", f"{peaks.get('peak_rss_mib', 0):.0f} | "
+                                                   f"{peaks.get('peak_pss_mib', 0):.0f} MiB", "<= 4 GiB"],
+        ["peak open files runtime | all", f"{peaks.get('peak_open_files_runtime', 0)} | "
+                                          f"{peaks.get('peak_open_files_all', 0)}", f"limit {open_files_limit()}"],
         *([["model server late p50 | p99", f"{late['late_ms_p50']:.1f} | {late['late_ms_p99']:.1f} ms",
             "the fixture's share"]] if (late := summary.get("model_server_lateness") or {}).get("replies") else []),
         ["load average", " ".join(f"{x:.1f}" for x in os.getloadavg()), "quiet machine"],

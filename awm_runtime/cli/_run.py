@@ -167,8 +167,12 @@ def main(argv: list[str] | None = None) -> int:
         from awm_runtime.cli._live import LiveView
         from awm_runtime.report import paired_table, summary_table
         from awm_runtime.scheduler import RunControl, RunProgress, prepare, run
+        from awm_runtime.scheduler._admission import endpoint_gates, gate_notes
+        from awm_runtime.scheduler._fds import raise_open_files
 
         config = _config(args)
+        if (low := raise_open_files(config.concurrency)) is not None:
+            print(f"awm-run: {low}", file=sys.stderr)
         quiet = args.quiet or args.json
         console = Console(stderr=True)
         progress = RunProgress()
@@ -186,6 +190,8 @@ def main(argv: list[str] | None = None) -> int:
         async def main_async() -> Any:
             prepared = await prepare(config)
             print(f"awm-run: containment: {prepared.containment.statement}", file=sys.stderr)
+            for line in gate_notes(endpoint_gates(prepared.harnesses, config.concurrency), config.concurrency):
+                print(f"awm-run: {line}", file=sys.stderr)
             control = RunControl(config.grace_s)
             remove = control.install_signal_handlers(on_signal)
             if view is not None:

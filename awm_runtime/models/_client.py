@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 
 from tenacity import AsyncRetrying, RetryError
@@ -10,7 +11,7 @@ from tenacity import AsyncRetrying, RetryError
 from awm_runtime import _events
 from awm_runtime._errors import ModelError
 from awm_runtime.models._exceptions import AttemptError
-from awm_runtime.models._limits import limiter_for
+from awm_runtime.models._limits import EndpointLimiter, limiter_for
 from awm_runtime.models._pricing import Prices, prices_for
 from awm_runtime.models._registry import ModelConfig
 from awm_runtime.models._reply import ModelReply
@@ -44,6 +45,11 @@ class ModelClient:
         self._limiter = limiter_for(config.endpoint, config.api_key_env, config.max_concurrency, self.role,
                                     rpm=config.rpm, tpm=config.tpm)
 
+    @property
+    def limiter(self) -> EndpointLimiter:
+        """The limiter of this client's endpoint (shared with every client of the same endpoint and key)."""
+        return self._limiter
+
     def bind(self, api_base: str) -> None:
         """Point a local alias's client at the server started for it (models/_local.py), before any call."""
         self._use(self.config.model_copy(update={"api_base": api_base}))
@@ -58,26 +64,45 @@ class ModelClient:
         if tools:
             call_params["tools"] = tools
         retries = CallRetries(self.retry_policy, self._limiter.endpoint)
+        try:  # the first attempt runs bare: tenacity's machinery costs ~0.1 ms a call, and most calls need none
+            reply = await self._attempt(messages, call_params, retries)
+            attempts = 1
+        except AttemptError as first:
+            reply, attempts = await self._retried(first, messages, call_params, retries)
+        reply.usage.cost_usd = self.prices.cost(reply.usage.prompt_tokens, reply.usage.completion_tokens)
+        _events.model_called(role=self.role, alias=self.config.alias, endpoint=self._limiter.endpoint,
+                             latency_s=reply.latency_s, prompt_tokens=reply.usage.prompt_tokens,
+                             completion_tokens=reply.usage.completion_tokens, attempt=attempts)
+        return reply
+
+    async def _retried(self, first: AttemptError, messages: list[dict[str, Any]], params: dict[str, Any],
+                       retries: CallRetries) -> tuple[ModelReply, int]:
+        """The call after its first attempt failed with `first`: tenacity takes over, and sees that failure
+        as its own attempt 1, so the counts, waits, deadline and events are those of a call retried from the start."""
+        pending = [first]
+
+        async def attempt() -> ModelReply:
+            if pending:
+                raise pending.pop()
+            return await self._attempt(messages, params, retries)
+
         retrying = AsyncRetrying(**tenacity_kwargs(retries, self._limiter.sleep_backoff))
         try:
-            reply: ModelReply = await retrying(self._attempt, messages, call_params, retries)
+            reply: ModelReply = await retrying(attempt)
         except RetryError as exc:
             last = exc.last_attempt.exception()
             assert isinstance(last, AttemptError)
             raise retries.final(last, exc.last_attempt.attempt_number) from last.__cause__
         except AttemptError as exc:
             raise retries.final(exc, retrying.statistics.get("attempt_number", 1)) from exc.__cause__
-        reply.usage.cost_usd = self.prices.cost(reply.usage.prompt_tokens, reply.usage.completion_tokens)
-        _events.model_called(role=self.role, alias=self.config.alias, endpoint=self._limiter.endpoint,
-                             latency_s=reply.latency_s, prompt_tokens=reply.usage.prompt_tokens,
-                             completion_tokens=reply.usage.completion_tokens,
-                             attempt=retrying.statistics.get("attempt_number", 1))
-        return reply
+        return reply, int(retrying.statistics.get("attempt_number", 1))
 
     async def _attempt(self, messages: list[dict[str, Any]], params: dict[str, Any],
                        retries: CallRetries) -> ModelReply:
         estimate = estimate_tokens(messages, params) if self._limiter.tpm else 0
+        asked = time.monotonic()
         async with self._limiter.slot(estimate) as slot:
+            retries.queued_s += time.monotonic() - asked  # the deadline starts when the attempt is sent
             # The last attempt gets what is left of the deadline, never more than the alias's timeout. Whole
             # seconds: litellm caches its HTTP clients by timeout, and a new client per call costs ~1 ms.
             remaining = retries.remaining_s()

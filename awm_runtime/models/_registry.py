@@ -128,7 +128,8 @@ BUILTIN_ALIASES: dict[str, dict[str, Any]] = {
     "gpt-5.1": {"model": "openai/gpt-5.1", **_OPENAI},
     "gpt-4.1-mini": {"model": "openai/gpt-4.1-mini", **_OPENAI},
     "o4-mini": {"model": "openai/o4-mini", **_OPENAI},
-    # Offline simulations: reached through litellm like any model, labelled as simulated.
+    # Offline simulations, labelled as simulated: answered in this process without litellm (transport = "litellm"
+    # reaches the same simulation through litellm's custom provider).
     "sim/novice": {"model": "sim/novice", "protocol": "native", "max_concurrency": 100000},
     "sim/oracle": {"model": "sim/oracle", "protocol": "native", "max_concurrency": 100000},
     "sim/novice-hermes": {"model": "sim/novice", "protocol": "hermes", "max_concurrency": 100000},

@@ -47,17 +47,20 @@ class RetryPolicy:
 class CallRetries:
     """The retry state of one call: tenacity's `retry`, `wait`, `stop` and `before_sleep` hooks."""
 
-    __slots__ = ("counts", "endpoint", "gave_up", "policy", "started")
+    __slots__ = ("counts", "endpoint", "gave_up", "policy", "queued_s", "started")
 
     def __init__(self, policy: RetryPolicy, endpoint: str) -> None:
         self.policy = policy
         self.endpoint = endpoint
         self.counts: dict[str, int] = {}
         self.started = time.monotonic()
+        self.queued_s = 0.0  # time spent waiting for a slot in our own endpoint limiter: not the call's
         self.gave_up = ""
 
     def remaining_s(self) -> float:
-        return self.policy.deadline_s - (time.monotonic() - self.started)
+        """What is left of the deadline. It runs while an attempt is out and between attempts, never while
+        the call waits behind our own endpoint limiter: that queue is the scheduler's business."""
+        return self.policy.deadline_s - (time.monotonic() - self.started - self.queued_s)
 
     @staticmethod
     def _error(state: RetryCallState) -> AttemptError | None:

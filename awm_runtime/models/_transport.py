@@ -58,8 +58,12 @@ def uses_call_procs(model: str, api_base: str | None, transport: str = "auto") -
 
 
 def transport_for(model: str, api_base: str | None, transport: str = "auto") -> Transport:
-    if model.startswith("sim/"):
-        return IN_PROCESS  # simulations answer from this process's memory of the tasks
+    if model.startswith("sim/"):  # simulations answer from this process's memory of the tasks
+        if transport == "litellm":
+            return IN_PROCESS  # through litellm's custom provider, as before issue 32 (for comparison)
+        from awm_runtime.models.sim._transport import SIM_TRANSPORT
+
+        return SIM_TRANSPORT
     if direct_http(model, api_base, transport):
         return DIRECT_HTTP
     return IN_PROCESS if _shared is None else _shared

@@ -22,6 +22,7 @@ from awm_runtime._interfaces import Sink, WorldSession
 from awm_runtime._types import EpisodeRecord, EpisodeSpec, ErrorInfo, Task, WorkerRef
 from awm_runtime.episode import Harness, run_episode
 from awm_runtime.episode._outcome import ending_for, error_info
+from awm_runtime.scheduler._admission import endpoint_gates, gate_semaphores
 from awm_runtime.scheduler._control import RunControl, must_finish
 
 if TYPE_CHECKING:
@@ -52,6 +53,12 @@ class EpisodePool:
         self.in_flight = 0
         self.cancelled = 0  # episodes cancelled in flight (not recorded)
         self._slots = asyncio.Semaphore(concurrency)
+        # Episodes of an arm whose endpoint cannot serve `concurrency` at once wait here, before they start.
+        self.gates = endpoint_gates(prep.harnesses, concurrency)
+        self._gates = gate_semaphores(self.gates)
+        for gate in {g.endpoint: g for g in self.gates.values()}.values():
+            log.info("episodes_gated", endpoint=gate.endpoint, slots=gate.slots, episodes=gate.episodes,
+                     arms=list(gate.arms), concurrency=concurrency)
         self._tasks = {t.key: t for t in prep.tasks}
 
     async def run(self, next_unit: NextUnit, done: UnitDone) -> None:
@@ -106,6 +113,13 @@ class EpisodePool:
             return records
 
     async def _episode(self, spec: EpisodeSpec) -> EpisodeRecord:
+        gate = self._gates.get(spec.arm)
+        if gate is None:
+            return await self._admitted(spec)
+        async with gate:
+            return await self._admitted(spec)
+
+    async def _admitted(self, spec: EpisodeSpec) -> EpisodeRecord:
         async with self._slots:
             self.in_flight += 1
             try:

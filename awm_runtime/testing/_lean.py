@@ -25,13 +25,24 @@ class LeanServer:
                  models: tuple[str, ...]) -> None:
         self.latency_s, self.responder, self.key, self.models = latency_s, responder, key, models
         self.late_ms: collections.deque[float] = collections.deque(maxlen=100_000)
+        # Wall-clock times (time.time) of the first request and the last reply since the last reset: a
+        # batch's makespan, as the model server sees it.
+        self.first_request: float | None = None
+        self.last_reply: float | None = None
+
+    def reset(self) -> None:
+        """Forget what came before (a benchmark's preflight call), so the stats cover the run alone."""
+        self.late_ms.clear()
+        self.first_request = self.last_reply = None
 
     def lateness(self) -> dict[str, Any]:
         late = sorted(self.late_ms)
+        times = {"first_request_unix": self.first_request, "last_reply_unix": self.last_reply}
         if not late:
-            return {"replies": 0}
+            return {"replies": 0, **times}
         return {"replies": len(late), "late_ms_p50": round(late[len(late) // 2], 2),
-                "late_ms_p99": round(late[int(0.99 * (len(late) - 1))], 2), "late_ms_max": round(late[-1], 2)}
+                "late_ms_p99": round(late[int(0.99 * (len(late) - 1))], 2), "late_ms_max": round(late[-1], 2),
+                **times}
 
     def app(self) -> Any:
         from aiohttp import web
@@ -44,6 +55,8 @@ class LeanServer:
 
         async def chat(request: web.Request) -> web.Response:
             arrived = time.monotonic()
+            if self.first_request is None:
+                self.first_request = time.time()
             if (refusal := denied(request)) is not None:
                 return refusal
             body = orjson.loads(await request.read())
@@ -51,7 +64,9 @@ class LeanServer:
             if self.latency_s:
                 await asyncio.sleep(max(0.0, arrived + self.latency_s - time.monotonic()))
                 self.late_ms.append(1000 * (time.monotonic() - arrived - self.latency_s))
-            return _json(completion_body(body, reply), reply.status)
+            response = _json(completion_body(body, reply), reply.status)
+            self.last_reply = time.time()
+            return response
 
         async def models(request: web.Request) -> web.Response:
             return denied(request) or _json(
@@ -60,10 +75,15 @@ class LeanServer:
         async def stats(request: web.Request) -> web.Response:
             return _json(self.lateness())
 
+        async def reset(request: web.Request) -> web.Response:
+            self.reset()
+            return _json({"reset": True})
+
         app = web.Application(client_max_size=64 * 2**20)
         app.router.add_post("/v1/chat/completions", chat)
         app.router.add_get("/v1/models", models)
         app.router.add_get("/stats", stats)
+        app.router.add_post("/stats/reset", reset)
         return app
 
 

@@ -1,4 +1,5 @@
-"""Simulated models served through litellm as the custom provider `sim` (sim/oracle, sim/novice)."""
+"""Simulated models (sim/oracle, sim/novice): answered in-process (sim/_transport.py), or through litellm's custom
+provider `sim` (sim/_provider.py) for an alias with transport = "litellm"."""
 
 from __future__ import annotations
 

@@ -41,3 +41,17 @@ def test_full_stack_against_the_loopback_server_in_another_process() -> None:
         assert ms == pytest.approx(1000 * per_episode[part] / calls, abs=0.06)
     assert r["targets"] == {"efficiency": None, "loop_lag_p99_ms": 50.0}  # no target at this size
     assert r["met"]["efficiency"] is None  # type: ignore[index]
+
+
+def test_a_batch_reports_its_makespan_and_the_peaks_of_the_run() -> None:
+    """Smoke test of --batch (issue 32): every episode at once, on one scenario (the GRPO shape)."""
+    r = bench("--batch", "--episodes", "10", "--latency", "0.1", "--scenarios", "shop*", "--shards", "1")
+    assert r["episodes"] == 10 and r["outcomes"] == {"complete": 10}
+    batch: dict[str, float] = r["batch"]  # type: ignore[assignment]
+    assert batch["ideal_makespan_s"] >= 0.2 and batch["makespan_s"] >= batch["ideal_makespan_s"] * 0.9
+    assert 0 < batch["efficiency"] <= 1.1 and batch["target"] == 0.85
+    assert batch["prepare_s"] >= 0 and batch["run_start_to_first_request_s"] >= 0
+    assert r["peak_rss_mib"] > 0 and r["peak_open_files_runtime"] > 0  # type: ignore[operator]
+    assert r["peak_open_files_all"] >= r["peak_open_files_runtime"]  # type: ignore[operator]
+    assert r["open_files_limit"] >= 1024 and r["loop_lag_p99_ms"] >= 0  # type: ignore[operator]
+    assert set(r["cpu_ms_per_model_call"]) == {"runtime", "world", "model_server"}  # type: ignore[call-overload]

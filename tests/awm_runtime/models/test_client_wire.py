@@ -189,3 +189,28 @@ async def test_litellm_cost_map_prices_known_models() -> None:
                           transport=TRANSPORT[0])
         reply = await ModelClient(cfg, "expert").complete(HI)
     assert reply.usage.cost_usd > 0  # from litellm's local cost map, no price configured
+
+
+async def test_the_deadline_starts_when_a_call_is_sent_not_while_it_queues_for_a_slot() -> None:
+    """One slot, three calls of 1.2 s at once, a 3 s deadline per call: the third call waits 2.4 s behind our
+    own limiter, which must not count (issue 32: a slow model behind a busy endpoint ended calls as
+    model_error, their last attempt cut to what was left of the deadline)."""
+    with FakeOpenAI(key=KEY, default=Reply(content="slow", delay_s=1.2)) as s:
+        c = client(s, max_concurrency=1, timeout_s=3, retry_deadline_s=3)
+        started = time.monotonic()
+        replies = await asyncio.gather(*(c.complete(HI) for _ in range(3)))
+        took = time.monotonic() - started
+    assert [r.content for r in replies] == ["slow"] * 3
+    assert took >= 3.5 and s.max_in_flight == 1  # they really queued, one at a time
+    assert len(s.requests) == 3  # one attempt each: no timeout was retried
+
+
+async def test_the_deadline_still_bounds_a_call_that_is_out() -> None:
+    """Queue time is not the call's, but time on the wire is: a hanging server still ends the call."""
+    with FakeOpenAI(key=KEY, default=Reply(hang=True)) as s:
+        c = client(s, max_concurrency=1, timeout_s=1, retry_deadline_s=1.5, retries={"timeout": 5})
+        started = time.monotonic()
+        with pytest.raises(ModelError) as info:
+            await c.complete(HI)
+    assert info.value.kind == "timeout" and "deadline" in str(info.value)
+    assert time.monotonic() - started < 8

@@ -1,0 +1,126 @@
+"""Scale, the parts a batch needs: peak open files and memory of the run's processes, and a batch's makespan.
+
+A batch (`awm-bench scale --batch`) launches every episode at once, as a GRPO step or an eval does,
+and is judged by its makespan: from the model server's first request to its last reply, against
+the longest episode's model time (its calls x the latency), the least any runtime could take.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from awm_runtime.bench._procs import _memory, descendants, kind_of
+
+# Issue 32: a batch launched at once, 1,000 x 5 s, spread or on one scenario.
+BATCH_TARGET = 0.85
+
+
+def open_files_limit() -> int:
+    """This process's soft open-file limit (what its children inherit)."""
+    import resource
+
+    return int(resource.getrlimit(resource.RLIMIT_NOFILE)[0])
+
+
+def open_files(pid: int) -> int:
+    try:
+        return len(os.listdir(f"/proc/{pid}/fd"))
+    except OSError:
+        return 0
+
+
+@dataclass(slots=True)
+class Peaks:
+    """Samples the run's process tree (the bench's process and its descendants, less `exclude`: the model
+    server) from a thread, so the scan's CPU does not lag the event loop it measures."""
+
+    exclude: set[int] = field(default_factory=set)
+    every_s: float = 1.0
+    rss_mib: float = 0.0  # the largest sum of RSS over the run's processes
+    pss_mib: float = 0.0
+    files_runtime: int = 0  # open files of the runtime's own process
+    files_all: int = 0  # summed over the run's processes
+    processes: int = 0
+    shards_rss_mib: float = 0.0  # the last sample: RSS of the run's shard processes
+    other_rss_mib: float = 0.0  # and of its other children (world workers, verifiers)
+    cpu_s: float = 0.0  # this sampler's own CPU, to leave out of the runtime's
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _thread: threading.Thread | None = None
+
+    def sample(self) -> None:
+        started = time.thread_time()
+        root = os.getpid()
+        rss = pss = shards = other = 0.0
+        files = 0
+        pids = descendants(root) - self.exclude
+        for pid in pids:
+            r, p = _memory(pid)
+            rss, pss = rss + r, pss + p
+            files += open_files(pid)
+            if pid != root:
+                if kind_of(pid, root) == "shard":
+                    shards += r
+                else:
+                    other += r
+        self.shards_rss_mib, self.other_rss_mib = shards, other
+        self.rss_mib, self.pss_mib = max(self.rss_mib, rss), max(self.pss_mib, pss)
+        self.files_runtime = max(self.files_runtime, open_files(root))
+        self.files_all = max(self.files_all, files)
+        self.processes = max(self.processes, len(pids))
+        self.cpu_s += time.thread_time() - started
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.every_s):
+            self.sample()
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._loop, name="awm-bench-peaks", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(10)
+        self.sample()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"peak_rss_mib": round(self.rss_mib, 1), "peak_pss_mib": round(self.pss_mib, 1),
+                "peak_open_files_runtime": self.files_runtime, "peak_open_files_all": self.files_all,
+                "peak_processes": self.processes}
+
+
+def batch_figures(server_stats: dict[str, Any], calls: list[int], latency: float,
+                  run_started_unix: float, run_ended_unix: float, bench_started_unix: float) -> dict[str, Any]:
+    """Makespan from the model server's first request to its last reply, against the ideal: the longest
+    episode's model time. Also what came before (preparing: worlds, preflight) and after (the last
+    verifications and the logs)."""
+    first, last = server_stats.get("first_request_unix"), server_stats.get("last_reply_unix")
+    if first is None or last is None or not calls:
+        return {"makespan_s": None, "ideal_makespan_s": None, "efficiency": None}
+    makespan = last - first
+    ideal = max(calls) * latency
+    return {"makespan_s": round(makespan, 2), "ideal_makespan_s": round(ideal, 2),
+            "efficiency": round(ideal / makespan, 4) if makespan > 0 else None,
+            "prepare_s": round(run_started_unix - bench_started_unix, 2),
+            "run_start_to_first_request_s": round(first - run_started_unix, 2),
+            "last_reply_to_run_end_s": round(run_ended_unix - last, 2),
+            "first_request_to_run_end_s": round(run_ended_unix - first, 2),
+            "target": BATCH_TARGET, "met": makespan > 0 and ideal / makespan >= BATCH_TARGET}
+
+
+class BurningTransport:
+    """A Transport that burns `seconds` of CPU on the event loop before each attempt (`--inject-ms`): a known
+    overhead per call, to check that the benchmark's CPU per call moves by that much."""
+
+    def __init__(self, inner: Any, seconds: float) -> None:
+        self.inner, self.seconds = inner, seconds
+
+    async def attempt(self, route: Any, messages: Any, params: Any, timeout_s: float) -> Any:
+        until = time.thread_time() + self.seconds
+        while time.thread_time() < until:
+            pass
+        return await self.inner.attempt(route, messages, params, timeout_s)
