@@ -211,10 +211,15 @@ class Checkpointer:
         path = self.root / cp.episode_id / f"{cp.path_stem}.json"
         cp.saved_at = time.time()
         cp.save_ms = round((time.perf_counter() - started) * 1000, 3)
-        body = cp.model_dump_json(exclude={"bytes"}).encode()
-        cp.bytes = len(body) + (db.stat().st_size if db is not None else 0)
+        db_bytes = db.stat().st_size if db is not None else 0
+        body = b""
+        for _ in range(3):  # the file states its own size: settle the number of digits
+            body = cp.model_dump_json().encode()
+            if cp.bytes == len(body) + db_bytes:
+                break
+            cp.bytes = len(body) + db_bytes
         tmp = path.with_suffix(".json.tmp")
-        tmp.write_bytes(orjson.dumps({**orjson.loads(body), "bytes": cp.bytes}))
+        tmp.write_bytes(body)
         os.replace(tmp, path)  # a reader never sees half a checkpoint
         entry = {"episode_id": cp.episode_id, "turn": cp.turn, "path": f"{cp.episode_id}/{path.name}",
                  "why": cp.why, "preceding": cp.preceding, "arm": cp.spec.arm, "scenario": cp.task.scenario,
