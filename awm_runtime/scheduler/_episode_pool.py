@@ -163,6 +163,9 @@ class EpisodePool:
         fork = spec.fork
         if checkpointer is None and fork is None:
             return None
+        if fork is not None and fork.mode == "resume":
+            log.info("episode_resumed", arm=spec.arm, scenario=spec.scenario, task_idx=spec.task_idx,
+                     repeat=spec.repeat, checkpoint=fork.checkpoint)
         return EpisodeHook(checkpointer=checkpointer, fork=fork)
 
     def _cancelled(self, spec: EpisodeSpec, episode_id: str, stage: str) -> None:
