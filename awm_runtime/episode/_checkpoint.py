@@ -179,10 +179,21 @@ class Checkpointer:
         self.arm = arm
         self.count = 0
         self.bytes = 0
-        self.seconds = 0.0
+        self.seconds = 0.0  # time spent capturing and writing (in worker threads; queueing excluded)
+        self.captures = 0  # states captured: every turn; `asks` keeps only some of them
+        self._last_capture_ms = 0.0
+        self._last_db: tuple[Path, str] | None = None  # the latest DB copy and its hash: an unchanged DB is linked
         self._pending: tuple[Checkpoint, Path | None] | None = None
 
     def _capture(self, ep: EpisodeState, session: Any) -> tuple[Checkpoint, Path | None]:
+        started = time.perf_counter()
+        try:
+            return self._capture_now(ep, session)
+        finally:
+            self.seconds += time.perf_counter() - started
+            self.captures += 1
+
+    def _capture_now(self, ep: EpisodeState, session: Any) -> tuple[Checkpoint, Path | None]:
         directory = self.root / ep.episode_id
         directory.mkdir(parents=True, exist_ok=True)
         cp = Checkpoint(run_id=ep.run_id, episode_id=ep.episode_id, spec=ep.spec, task=ep.task, arm=self.arm,
@@ -197,9 +208,16 @@ class Checkpointer:
 
             target = directory / f"turn-{cp.turn}.db"
             target.unlink(missing_ok=True)
-            clone_file(db, target, db.stat().st_size)  # no call in flight: the file is a consistent copy
-            cp.world = {"kind": "db", "file": target.name, "sha256": sha256_file(target),
-                        "bytes": target.stat().st_size}
+            digest = sha256_file(db)  # no call in flight: the file is consistent
+            if self._last_db is not None and self._last_db[1] == digest and self._last_db[0].exists():
+                os.link(self._last_db[0], target)  # unchanged since the last checkpoint: no new bytes
+                new = 0
+            else:
+                clone_file(db, target, db.stat().st_size)
+                new = target.stat().st_size
+            self._last_db = (target, digest)
+            cp.world = {"kind": "db", "file": target.name, "sha256": digest, "bytes": target.stat().st_size,
+                        "new_bytes": new}
             return cp, target
         if isinstance(session, RecordingSession):
             cp.world = {"kind": "replay", "calls": [c.model_dump() for c in session.calls]}
@@ -207,11 +225,12 @@ class Checkpointer:
             cp.world = {"kind": "none"}
         return cp, None
 
-    def _write(self, cp: Checkpoint, db: Path | None, started: float) -> None:
+    def _write(self, cp: Checkpoint, db: Path | None) -> None:
+        started = time.perf_counter()
         path = self.root / cp.episode_id / f"{cp.path_stem}.json"
         cp.saved_at = time.time()
-        cp.save_ms = round((time.perf_counter() - started) * 1000, 3)
-        db_bytes = db.stat().st_size if db is not None else 0
+        cp.save_ms = round((time.perf_counter() - started) * 1000 + self._last_capture_ms, 3)
+        db_bytes = int(cp.world.get("new_bytes", 0))  # a DB linked to the previous checkpoint's costs nothing
         body = b""
         for _ in range(3):  # the file states its own size: settle the number of digits
             body = cp.model_dump_json().encode()
@@ -234,15 +253,15 @@ class Checkpointer:
     async def before_turn(self, ep: EpisodeState, session: Any) -> None:
         if isinstance(session, RecordingSession):
             session.turn = ep.turn
-        started = time.perf_counter()
+        before = self.seconds
         cp, db = await asyncio.to_thread(self._capture, ep, session)
+        self._last_capture_ms = (self.seconds - before) * 1000
         if self.mode == "every":
             cp.why = ["every"]
-            await asyncio.to_thread(self._write, cp, db, started)
+            await asyncio.to_thread(self._write, cp, db)
             self._pending = None
         else:
             self._pending = (cp, db)
-            self.seconds += time.perf_counter() - started
 
     async def after_turn(self, ep: EpisodeState) -> None:
         if self._pending is None:
@@ -254,7 +273,7 @@ class Checkpointer:
             why.append("nudged")
         if why:
             cp.why = why
-            await asyncio.to_thread(self._write, cp, db, time.perf_counter())
+            await asyncio.to_thread(self._write, cp, db)
         elif db is not None:
             db.unlink(missing_ok=True)
 
@@ -264,7 +283,8 @@ class Checkpointer:
         self._pending = None
 
     def summary(self) -> dict[str, Any]:
-        return {"mode": self.mode, "count": self.count, "bytes": self.bytes, "seconds": round(self.seconds, 6)}
+        return {"mode": self.mode, "count": self.count, "captures": self.captures, "bytes": self.bytes,
+                "seconds": round(self.seconds, 6)}
 
 
 async def restore_world(cp: Checkpoint, cp_path: Path, session: Any) -> str | None:

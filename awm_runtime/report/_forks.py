@@ -93,6 +93,38 @@ class ForkStats:
         return out
 
 
+class CheckpointStats:
+    """What checkpoints cost a run: their number, bytes and seconds, per checkpoint and per episode turn."""
+
+    def __init__(self) -> None:
+        self.episodes = self.count = self.captures = self.bytes = self.turns = 0
+        self.seconds = 0.0
+        self.modes: set[str] = set()
+
+    def add(self, r: dict[str, Any]) -> None:
+        c = r.get("checkpoints")
+        if not c:
+            return
+        self.episodes += 1
+        self.count += int(c.get("count", 0))
+        self.captures += int(c.get("captures", c.get("count", 0)))
+        self.bytes += int(c.get("bytes", 0))
+        self.seconds += float(c.get("seconds", 0.0))
+        self.turns += int(r.get("turns", 0))
+        self.modes.add(str(c.get("mode")))
+
+    def to_dict(self) -> dict[str, Any] | None:
+        if not self.episodes:
+            return None
+        return {"mode": ",".join(sorted(self.modes)), "episodes": self.episodes, "checkpoints": self.count,
+                "bytes": self.bytes, "seconds": round(self.seconds, 4),
+                "captures": self.captures,
+                "ms_per_capture": round(1000 * self.seconds / self.captures, 3) if self.captures else None,
+                "ms_per_checkpoint": round(1000 * self.seconds / self.count, 3) if self.count else None,
+                "bytes_per_checkpoint": round(self.bytes / self.count) if self.count else None,
+                "bytes_per_turn": round(self.bytes / self.turns) if self.turns else None}
+
+
 def _order(key: str) -> tuple[int, Any]:
     return (0, int(key)) if key.isdigit() else (1, key)
 

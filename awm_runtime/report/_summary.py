@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from awm_runtime._types import EpisodeRecord
-from awm_runtime.report._forks import ForkStats
+from awm_runtime.report._forks import CheckpointStats, ForkStats
 from awm_runtime.report._paired import PAIRED_METHOD, PairedStats
 
 
@@ -97,6 +97,7 @@ class RunStats:
         self.arms: dict[str, ArmStats] = {}
         self.paired = PairedStats()
         self.forks = ForkStats()
+        self.checkpoints = CheckpointStats()
 
     def add(self, record: EpisodeRecord | dict[str, Any]) -> None:
         r = record if isinstance(record, dict) else summary_fields(record)
@@ -105,6 +106,7 @@ class RunStats:
                         float(r.get("reward", 0.0)))
         if r.get("fork"):
             self.forks.add(r)
+        self.checkpoints.add(r)
 
     @property
     def episodes(self) -> int:
@@ -119,6 +121,9 @@ class RunStats:
         forks = self.forks.to_dict()
         if forks is not None:
             out["value_of_asking"] = forks
+        checkpoints = self.checkpoints.to_dict()
+        if checkpoints is not None:
+            out["checkpoints"] = checkpoints
         return out
 
 
@@ -134,4 +139,5 @@ def summary_fields(record: EpisodeRecord) -> dict[str, Any]:
         "reward": record.reward, "usage": {k: v.model_dump() for k, v in record.usage.items()},
         "error": record.error.model_dump(by_alias=True) if record.error else None,
         **({"fork": record.fork} if record.fork else {}),
+        **({"checkpoints": record.checkpoints} if record.checkpoints else {}),
     }
