@@ -359,4 +359,5 @@ def prefix_usage_removed(record: EpisodeRecord, prefix: dict[str, Usage]) -> dic
 
 
 def render_fork_question(turn: int) -> str:
-    return render("expert_fork_question.md", turn=turn)
+    """The question an `ask` fork puts to the expert at the start of turn `turn`."""
+    return render("expert_fork_question.md", turns=turn - 1)
