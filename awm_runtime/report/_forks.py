@@ -157,7 +157,7 @@ def aggregate(rows: list[dict[str, Any]]) -> dict[str, Any]:
 def forks_table(summary: dict[str, Any]) -> Table | None:
     """The value of asking, overall and broken down, as a rich table (None when the run has no ask/solo forks)."""
     voa = summary.get("value_of_asking")
-    if not voa:
+    if not voa or not voa["overall"].get("states"):  # no state has both an ask and a solo continuation yet
         return None
     table = Table(title="Value of asking (ask − solo, per forked state; 95% CI resampling tasks)")
     for col in ("slice", "states", "P(complete) ask", "P(complete) solo", "ΔP(complete)", "Δreward"):
