@@ -123,6 +123,7 @@ def test_bad_fork_input_is_one_line(forked: tuple[Path, Path], tmp_path: Path,
         errors = [line for line in proc.stderr.splitlines() if line.startswith("awm-fork: error:")]
         assert len(errors) == 1 and expected in errors[0], proc.stderr
     plain = tmp_path / "plain"
-    assert awm("run", "--out", str(plain), "--quiet", "--scenarios", "codeforge_devtools", "--tasks", "0").returncode == 0
+    made = awm("run", "--out", str(plain), "--quiet", "--scenarios", "codeforge_devtools", "--tasks", "0")
+    assert made.returncode == 0
     proc = awm("fork", str(plain), "--at", "asks", "--arm", "ask", "--out", str(tmp_path / "g"))
     assert proc.returncode == 2 and "--checkpoint asks" in proc.stderr
