@@ -80,6 +80,9 @@ async def run(config: RunConfig, *, sinks: Sequence[Sink] = (), prepared: Prepar
     if prep.planner is not None and config.ray is None and config.shards not in ("auto", 1):
         raise ConfigError("--group-size runs in one process (groups are planned stage by stage and finalised "
                           "together): use --shards 1")
+    if config.ray and prep.config.checkpoint != "none":
+        raise ConfigError("--checkpoint needs the run's episodes on this machine (the checkpoints live in the run "
+                          "directory): drop --ray, or run without checkpoints")
     shards = 1 if prep.planner is not None or config.ray else resolve_shards(config.shards, config.concurrency)
     if (shards > 1 or config.ray) and sinks:
         raise ConfigError("custom sinks see the episodes of their own process only: use --shards 1 with sinks, "
