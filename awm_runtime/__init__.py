@@ -57,7 +57,15 @@ if _typing.TYPE_CHECKING:
         Usage,
         Verdict,
     )
-    from awm_runtime.episode import EpisodeLimits, ExpertBudget, Harness, run_episode
+    from awm_runtime.episode import (
+        Checkpoint,
+        EpisodeLimits,
+        ExpertBudget,
+        Harness,
+        fork_episode,
+        load_checkpoint,
+        run_episode,
+    )
     from awm_runtime.scheduler import RunResult, prepare, run
     from awm_runtime.worlds import load_worlds
 
@@ -72,6 +80,7 @@ _HOME = {
     "ArmConfig": "awm_runtime._config",
     "AwmError": "awm_runtime._errors",
     "CallTool": "awm_runtime._interfaces",
+    "Checkpoint": "awm_runtime.episode",
     "ConfigError": "awm_runtime._errors",
     "EpisodeEnded": "awm_runtime._events",
     "EpisodeLimits": "awm_runtime.episode",
@@ -114,6 +123,8 @@ _HOME = {
     "WorldSession": "awm_runtime._interfaces",
     "build_harness": "awm_runtime._build",
     "build_run_config": "awm_runtime._config",
+    "fork_episode": "awm_runtime.episode",
+    "load_checkpoint": "awm_runtime.episode",
     "load_worlds": "awm_runtime.worlds",
     "prepare": "awm_runtime.scheduler",
     "run": "awm_runtime.scheduler",
@@ -129,6 +140,7 @@ __all__ = [
     "ArmConfig",
     "AwmError",
     "CallTool",
+    "Checkpoint",
     "ConfigError",
     "EpisodeEnded",
     "EpisodeLimits",
@@ -171,6 +183,8 @@ __all__ = [
     "WorldSession",
     "build_harness",
     "build_run_config",
+    "fork_episode",
+    "load_checkpoint",
     "load_worlds",
     "prepare",
     "run",

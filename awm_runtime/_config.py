@@ -105,6 +105,8 @@ class RunConfig(BaseModel):
     # Runs on a Ray cluster (issue 17): its address (host:port, or auto); None runs on this machine.
     # With it, `shards` counts episode actors per node.
     ray: str | None = None
+    # Checkpoints (issue 27, docs/forks.md): none, before each turn that asked or was nudged, or before every turn.
+    checkpoint: Literal["none", "asks", "every"] = "none"
 
     @field_validator("ray", mode="before")
     @classmethod

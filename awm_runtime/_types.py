@@ -155,6 +155,21 @@ class Task(_Model):
         return (self.scenario, self.task_idx)
 
 
+class ForkSpec(_Model):
+    """An episode started from a checkpoint instead of a reset (episode/_checkpoint.py, docs/forks.md).
+
+    `mode`: `continue` plays on with the arm as it is; `ask` gives the expert's advice at the fork turn;
+    `solo` withholds ask_expert from the fork turn on (or for `solo_turns` turns); `resume` continues an
+    episode that a killed run left in flight (its record then replaces the one never written)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    checkpoint: str  # path of the checkpoint's JSON file
+    mode: Literal["continue", "ask", "solo", "resume"] = "continue"
+    solo_turns: int | None = None
+    repeat: int = 0  # which continuation of this checkpoint and arm
+
+
 class EpisodeSpec(_Model):
     """Which episode to run. `key` identifies it for resume."""
 
@@ -167,6 +182,7 @@ class EpisodeSpec(_Model):
     seed: int = 0
     group_id: str | None = None
     with_expert: bool = True  # False: a solo member of a GRPO group runs without the arm's expert
+    fork: ForkSpec | None = None  # start from a checkpoint instead of a reset
 
     @property
     def key(self) -> tuple[str, str, int, int]:
@@ -294,6 +310,12 @@ class EpisodeRecord(_Model):
     group: GroupInfo | None = None
     worker: WorkerRef | None = None
     tools_id: str | None = None  # the tool set offered to the policy: a line of the run's tools.jsonl
+    # Forks (docs/forks.md): where this episode was forked from, {run, episode_id, turn, mode, repeat, ...}.
+    fork: dict[str, Any] | None = None
+    # Checkpoints this episode saved: {mode, count, bytes, seconds}.
+    checkpoints: dict[str, Any] | None = None
+    # A mid-episode resume: the checkpoint this record continued from, {episode_id, turn, path}.
+    resumed_from: dict[str, Any] | None = None
     # The OpenAI function tools behind tools_id, in memory only: the run directory keeps each set once.
     tools: list[dict[str, Any]] | None = Field(default=None, exclude=True)
 

@@ -33,6 +33,12 @@ def report_main() -> int:
     return main()
 
 
+def fork_main() -> int:
+    from awm_runtime.cli._fork import main
+
+    return main()
+
+
 def view_main() -> int:
     from awm_runtime.cli._view import main
 

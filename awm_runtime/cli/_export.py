@@ -26,19 +26,27 @@ format loads with datasets.load_dataset("json", data_files=FILE) and feeds TRL a
          --rollouts FILE (default: beside --out, as NAME.rollouts.jsonl)
   pairs  TRL preference rows {"prompt", "chosen", "rejected"}: one per expert intervention where
          the policy's action after the advice followed it and did better than its action before
-  atif   one Harbor ATIF-v1.6 trajectory per episode; expert consultations are subagent trajectories"""
+  atif   one Harbor ATIF-v1.6 trajectory per episode; expert consultations are subagent trajectories
+  fork-pairs  (a fork run: awm-fork) TRL preference rows per forked state whose continuations ended
+         differently: prompt = the shared prefix, chosen / rejected = the better / worse branch's first
+         policy reply (--continuation whole: its whole continuation); expert text is never a target
+  ask-labels  (a fork run with ask and solo arms) one row per forked state: its messages and the
+         measured value of asking (value_of_asking = ΔP(complete), value_of_asking_reward, label)"""
 
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="awm-export", description=DESCRIPTION,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("run", type=Path, metavar="RUN", help="a run directory (the --out of awm-run)")
-    p.add_argument("--format", required=True, choices=("sft", "grpo", "pairs", "atif"), dest="fmt")
+    p.add_argument("--format", required=True, choices=("sft", "grpo", "pairs", "atif", "fork-pairs", "ask-labels"),
+                   dest="fmt")
     p.add_argument("--out", type=Path, metavar="FILE", help="write JSONL here (default: stdout)")
     p.add_argument("--rollouts", type=Path, metavar="FILE",
                    help="grpo only: where the rollouts go (default NAME.rollouts.jsonl beside --out; "
                         "not written when the prompts go to stdout)")
     p.add_argument("--arm", action="append", dest="arms", metavar="NAME", help="only these arms (repeatable)")
+    p.add_argument("--continuation", choices=("first", "whole"), default="first",
+                   help="fork-pairs only: the branches' first policy reply (default) or whole continuation")
     p.add_argument("--outcomes", default="complete", metavar="LIST",
                    help="sft only: outcomes to keep, comma-separated (default complete)")
     return p
@@ -71,6 +79,17 @@ def _lines(args: argparse.Namespace, stats: Any, rollouts: Callable[[dict[str, A
         return grpo(rows, stats, source, rollouts)
     if args.fmt == "atif":
         return atif(rows, stats, source)
+    if args.fmt in ("fork-pairs", "ask-labels"):
+        from awm_runtime.export._forks import ask_labels, fork_pairs
+
+        arms = set(args.arms) if args.arms else None
+
+        def again() -> Iterator[dict[str, Any]]:
+            return records(args.run, arms)
+
+        if args.fmt == "ask-labels":
+            return ask_labels(again, stats, source)
+        return fork_pairs(again, stats, source, args.continuation)
     return pairs(rows, stats, source)
 
 

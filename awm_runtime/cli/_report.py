@@ -50,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         from rich.console import Console
 
-        from awm_runtime.report import paired_table, summary_table
+        from awm_runtime.report import forks_table, paired_table, summary_table
 
         summaries = [_summary(run, args.arms) for run in args.runs]
         if args.json:
@@ -61,9 +61,9 @@ def main(argv: list[str] | None = None) -> int:
             if len(summaries) > 1:
                 console.print(f"[bold]{summary['run']}[/]")
             console.print(summary_table(summary))
-            paired = paired_table(summary)
-            if paired is not None:
-                console.print(paired)
+            for table in (paired_table(summary), forks_table(summary)):
+                if table is not None:
+                    console.print(table)
         return 0
 
     return guarded("awm-report", go)

@@ -118,6 +118,10 @@ def parser() -> argparse.ArgumentParser:
     a("--grace", type=float, metavar="S", dest="grace_s",
       help="on Ctrl-C/SIGTERM, seconds in-flight episodes get to finish before they are cancelled (default 30)")
     a("--log-stdout", action="store_true", help="also stream the events.jsonl lines to stdout")
+    a("--checkpoint", choices=("none", "asks", "every"),
+      help="save episode checkpoints in the run directory: before each turn in which the agent asked the expert "
+           "or was nudged (asks), before every turn (every), or not at all (none, default). awm-fork continues "
+           "from them, and --resume continues killed episodes from their last one (docs/forks.md)")
     return p
 
 

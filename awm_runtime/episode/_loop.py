@@ -12,7 +12,7 @@ import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, Protocol
 
 import structlog
 
@@ -91,6 +91,26 @@ class Harness:
     limits: EpisodeLimits = field(default_factory=EpisodeLimits)
 
 
+class TurnHook(Protocol):
+    """Checkpoints and forks (episode/_checkpoint.py) see an episode at the edges of its turns."""
+
+    async def start(self, ep: EpisodeState, session: WorldSession) -> bool:
+        """Before play: True when `ep` was restored from a checkpoint (no opening messages then)."""
+        ...
+
+    async def before_turn(self, ep: EpisodeState, session: WorldSession) -> str | None:
+        """At the start of turn `ep.turn`, no call in flight: a question to put to the expert now, or None."""
+        ...
+
+    async def after_turn(self, ep: EpisodeState, session: WorldSession) -> None:
+        """At the end of turn `ep.turn`, after its nudge (if any)."""
+        ...
+
+    def finish(self, record: EpisodeRecord) -> None:
+        """The record, before its reward is shaped."""
+        ...
+
+
 def _emit(sinks: Sequence[Sink], event: Event) -> None:
     for sink in sinks:
         try:
@@ -100,8 +120,11 @@ def _emit(sinks: Sequence[Sink], event: Event) -> None:
 
 
 async def run_episode(spec: EpisodeSpec, task: Task, session: WorldSession, harness: Harness, *,
-                      sinks: Sequence[Sink] = (), run_id: str = "", episode_id: str | None = None) -> EpisodeRecord:
-    """Play one episode to the end and return its record. Never raises except on cancellation."""
+                      sinks: Sequence[Sink] = (), run_id: str = "", episode_id: str | None = None,
+                      hook: TurnHook | None = None) -> EpisodeRecord:
+    """Play one episode to the end and return its record. Never raises except on cancellation.
+
+    `hook` (checkpoints, forks) may restore the episode from a checkpoint and sees every turn's edges."""
     ep = EpisodeState(spec=spec, task=task, episode_id=episode_id or uuid.uuid4().hex[:16], run_id=run_id,
                       policy=harness.policy.ref, expert=harness.expert.ref if harness.expert else None)
     verdict = Verdict(result="not_run", mode="none")
@@ -114,7 +137,7 @@ async def run_episode(spec: EpisodeSpec, task: Task, session: WorldSession, harn
         try:
             try:
                 async with deadline:
-                    await _play(ep, session, harness, sinks)
+                    await _play(ep, session, harness, sinks, hook)
             except TimeoutError:
                 if not deadline.expired():
                     raise
@@ -132,6 +155,8 @@ async def run_episode(spec: EpisodeSpec, task: Task, session: WorldSession, harn
                         error_class=ep.ending.error.error_class if ep.ending.error else "",
                         error=ep.ending.error.message if ep.ending.error else ep.ending.detail)
         record = ep.to_record(verdict)
+        if hook is not None:
+            hook.finish(record)
         reward, components = harness.shaper.shape(record)
         record.reward, record.reward_components = reward, components
         _emit(sinks, EpisodeEnded(ep.episode_id, record))
@@ -155,16 +180,20 @@ def offered_tools(harness: Harness, world_tools: Sequence[ToolSpec]) -> list[Too
     return [*world_tools, ask_expert_spec()] if _askable(harness) else list(world_tools)
 
 
-async def _play(ep: EpisodeState, session: WorldSession, harness: Harness, sinks: Sequence[Sink]) -> None:
+async def _play(ep: EpisodeState, session: WorldSession, harness: Harness, sinks: Sequence[Sink],
+                hook: TurnHook | None = None) -> None:
     expert = harness.expert if _askable(harness) else None
     world_tools = list(session.tools)
     tools = offered_tools(harness, world_tools)
     ep.tools = tools
-    ep.add(harness.policy.begin(ep.task, tools))
-    if isinstance(harness.expert, Advisor):
-        await _opening_advice(ep, harness.expert, world_tools, harness, sinks)
-    for turn in range(1, harness.limits.max_turns + 1):
+    if hook is None or not await hook.start(ep, session):
+        ep.add(harness.policy.begin(ep.task, tools))
+        if isinstance(harness.expert, Advisor):
+            await _opening_advice(ep, harness.expert, world_tools, harness, sinks)
+    for turn in range(ep.turn + 1, harness.limits.max_turns + 1):
         ep.turn = turn
+        if hook is not None and (question := await hook.before_turn(ep, session)) is not None and expert:
+            await _advice_now(ep, expert, world_tools, harness, sinks, question)
         ep.waiting_on = "policy"
         pt = await harness.policy.act(ep.messages, tools, seed=ep.spec.seed)
         ep.timings["policy_s"] += pt.elapsed_s
@@ -192,10 +221,17 @@ async def _play(ep: EpisodeState, session: WorldSession, harness: Harness, sinks
             ep.last_action = "list_tools"
             ep.add(harness.policy.observe(pt, tool_listing(tools), "world"))
         elif isinstance(action, CallTool) and action.call.name == ASK_EXPERT and expert is not None:
-            await _ask_expert(ep, pt, action, world_tools, harness, sinks)
+            if ep.withhold_expert:  # a solo fork: the offer stays in the prompt, the call is refused
+                ep.last_action, ep.expert_denied = "ask_expert", ep.expert_denied + 1
+                _emit(sinks, ExpertCalled(ep.episode_id, ep.turn, "", 0.0, granted=False))
+                ep.add(harness.policy.observe(pt, render("expert_withheld.md"), "system"))
+            else:
+                await _ask_expert(ep, pt, action, world_tools, harness, sinks)
         elif isinstance(action, CallTool):
             await _call_world(ep, pt, action, session, harness, sinks)
         _apply_nudges(ep, harness, sinks)
+        if hook is not None:
+            await hook.after_turn(ep, session)
     ep.ending = Ending("max_turns")
 
 
@@ -276,9 +312,25 @@ async def _opening_advice(ep: EpisodeState, advisor: Advisor, world_tools: list[
                     source="expert")])
 
 
+async def _advice_now(ep: EpisodeState, expert: Expert, world_tools: list[ToolSpec], harness: Harness,
+                      sinks: Sequence[Sink], question: str) -> None:
+    """Advice the agent did not ask for, at the start of this turn (a fork's `ask` arm), within the budget."""
+    if not _budget_left(ep, harness):
+        return
+    request = AdviceRequest(task=ep.task, tools=world_tools, question=question, context="",
+                            trajectory=summarize_trajectory(ep.messages), episode_id=ep.episode_id, turn=ep.turn)
+    ep.waiting_on = "expert"
+    advice = await expert.advise(request)
+    ep.note_ask()
+    _account(ep, advice, sinks)
+    ep.add([Message(role="user", content=render("expert_unasked.md", advice=scrub_secrets(advice.text)),
+                    source="expert")])
+
+
 def _apply_nudges(ep: EpisodeState, harness: Harness, sinks: Sequence[Sink]) -> None:
     """At most one nudge per turn, only while asking the expert is possible, never right after an ask."""
-    if not _askable(harness) or not harness.nudges or ep.last_action == "ask_expert" or not _budget_left(ep, harness):
+    if (ep.withhold_expert or not _askable(harness) or not harness.nudges or ep.last_action == "ask_expert"
+            or not _budget_left(ep, harness)):
         return
     view = ep.view(expert_available=True)
     for rule in harness.nudges:

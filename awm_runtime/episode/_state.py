@@ -56,6 +56,7 @@ class EpisodeState:
     queued_on: tuple[str, float] | None = None  # (endpoint, since): the call in flight waits for a free slot
     trouble_before_first_ask: bool | None = None  # None until the first ask
     had_trouble: bool = False
+    withhold_expert: bool = False  # a solo fork: ask_expert is refused and no nudge is sent this turn
     started: float = field(default_factory=time.perf_counter)
     started_at: float = field(default_factory=time.time)
 

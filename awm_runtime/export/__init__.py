@@ -5,6 +5,7 @@ advantages), pairs (TRL preference rows around expert interventions), atif (Harb
 """
 
 from awm_runtime.export._atif import atif, trajectory, validate
+from awm_runtime.export._forks import ask_labels, fork_pairs
 from awm_runtime.export._grpo import grpo
 from awm_runtime.export._pairs import followed, pairs
 from awm_runtime.export._read import (
@@ -21,8 +22,9 @@ from awm_runtime.export._read import (
 from awm_runtime.export._rows import trl_message, trl_messages
 from awm_runtime.export._sft import sft
 
-FORMATS = ("sft", "grpo", "pairs", "atif")
+FORMATS = ("sft", "grpo", "pairs", "atif", "fork-pairs", "ask-labels")
 
-__all__ = ["FORMATS", "ExportStats", "RunSource", "action_of", "arm_protocols", "atif", "followed", "grpo",
+__all__ = ["FORMATS", "ExportStats", "RunSource", "action_of", "arm_protocols", "ask_labels", "atif", "followed",
+           "fork_pairs", "grpo",
            "guess_protocol", "is_target", "open_run", "pairs", "records", "run_source", "sft", "trajectory",
            "trl_message", "trl_messages", "validate"]

@@ -1,5 +1,6 @@
 """Reports over run directories: per-arm summaries and tables, and the HTML report with plots."""
 
+from awm_runtime.report._forks import FORK_METHOD, ForkStats, forks_table
 from awm_runtime.report._html import write_html_report
 from awm_runtime.report._paired import (
     PAIRED_METHOD,
@@ -12,5 +13,6 @@ from awm_runtime.report._paired import (
 from awm_runtime.report._summary import ArmStats, RunStats, summary_fields
 from awm_runtime.report._table import paired_table, summary_table
 
-__all__ = ["PAIRED_METHOD", "ArmStats", "PairedStats", "RunStats", "cluster_bootstrap_ci", "holm", "mcnemar_exact_p",
-           "paired_table", "sign_flip_p", "summary_fields", "summary_table", "write_html_report"]
+__all__ = ["FORK_METHOD", "PAIRED_METHOD", "ArmStats", "ForkStats", "PairedStats", "RunStats", "cluster_bootstrap_ci",
+           "forks_table", "holm", "mcnemar_exact_p", "paired_table", "sign_flip_p", "summary_fields", "summary_table",
+           "write_html_report"]

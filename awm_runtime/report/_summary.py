@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from awm_runtime._types import EpisodeRecord
+from awm_runtime.report._forks import CheckpointStats, ForkStats
 from awm_runtime.report._paired import PAIRED_METHOD, PairedStats
 
 
@@ -95,12 +96,17 @@ class RunStats:
     def __init__(self) -> None:
         self.arms: dict[str, ArmStats] = {}
         self.paired = PairedStats()
+        self.forks = ForkStats()
+        self.checkpoints = CheckpointStats()
 
     def add(self, record: EpisodeRecord | dict[str, Any]) -> None:
         r = record if isinstance(record, dict) else summary_fields(record)
         self.arms.setdefault(r["arm"], ArmStats(r["arm"])).add(r)
         self.paired.add(r["arm"], r["scenario"], int(r["task_idx"]), int(r["repeat"]), r["outcome"],
                         float(r.get("reward", 0.0)))
+        if r.get("fork"):
+            self.forks.add(r)
+        self.checkpoints.add(r)
 
     @property
     def episodes(self) -> int:
@@ -112,6 +118,12 @@ class RunStats:
         if len(self.arms) > 1:
             out["paired"] = self.paired.to_list()
             out["paired_method"] = PAIRED_METHOD
+        forks = self.forks.to_dict()
+        if forks is not None:
+            out["value_of_asking"] = forks
+        checkpoints = self.checkpoints.to_dict()
+        if checkpoints is not None:
+            out["checkpoints"] = checkpoints
         return out
 
 
@@ -126,4 +138,6 @@ def summary_fields(record: EpisodeRecord) -> dict[str, Any]:
         "nudges": record.nudges, "nudge_log": [n.model_dump() for n in record.nudge_log], "turns": record.turns,
         "reward": record.reward, "usage": {k: v.model_dump() for k, v in record.usage.items()},
         "error": record.error.model_dump(by_alias=True) if record.error else None,
+        **({"fork": record.fork} if record.fork else {}),
+        **({"checkpoints": record.checkpoints} if record.checkpoints else {}),
     }

@@ -16,11 +16,14 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
+from awm_runtime._config import ARM_KEYS
 from awm_runtime._errors import WorkerLost
 from awm_runtime._events import EpisodeEnded
 from awm_runtime._interfaces import Sink, WorldSession
 from awm_runtime._types import EpisodeRecord, EpisodeSpec, ErrorInfo, Task, WorkerRef
 from awm_runtime.episode import Harness, run_episode
+from awm_runtime.episode._checkpoint import Checkpointer
+from awm_runtime.episode._fork import EpisodeHook, wrap_session
 from awm_runtime.episode._outcome import ending_for, error_info
 from awm_runtime.scheduler._admission import endpoint_gates, gate_semaphores
 from awm_runtime.scheduler._control import RunControl, must_finish
@@ -137,7 +140,8 @@ class EpisodePool:
         harness = self.prep.harness_for(spec)
         episode_id = uuid.uuid4().hex[:16]
         try:
-            session = await self.prep.world.open(task, episode_id=episode_id)
+            hook = self._hook(spec)
+            session = wrap_session(await self.prep.world.open(task, episode_id=episode_id), hook)
         except asyncio.CancelledError:
             self._cancelled(spec, episode_id, "world_open")
             raise
@@ -150,7 +154,7 @@ class EpisodePool:
             return record
         try:
             return await run_episode(spec, task, session, harness, sinks=self.sinks, run_id=self.run_id,
-                                     episode_id=episode_id)
+                                     episode_id=episode_id, hook=hook)
         except asyncio.CancelledError:
             self._cancelled(spec, episode_id, "episode")
             raise
@@ -160,6 +164,23 @@ class EpisodePool:
         finally:
             await must_finish(_close(session, episode_id))
 
+    def _hook(self, spec: EpisodeSpec) -> EpisodeHook | None:
+        """Checkpoints (--checkpoint), a fork, or the resume of an episode killed mid-way (docs/forks.md)."""
+        config = self.prep.config
+        checkpointer = None
+        fresh = spec.fork is None or spec.fork.mode == "resume"  # forks save no checkpoints of their own
+        if config.checkpoint != "none" and self.prep.checkpoint_root is not None and fresh:
+            arm = next((a for a in config.arm_list() if a.name == spec.arm), None)
+            resolved = config.for_arm(arm) if arm is not None else config
+            definition = {"name": spec.arm, **resolved.model_dump(mode="json", include=set(ARM_KEYS))}
+            checkpointer = Checkpointer(self.prep.checkpoint_root, config.checkpoint, definition)
+        fork = spec.fork
+        if checkpointer is None and fork is None:
+            return None
+        if fork is not None and fork.mode == "resume":
+            log.info("episode_resumed", arm=spec.arm, scenario=spec.scenario, task_idx=spec.task_idx,
+                     repeat=spec.repeat, checkpoint=fork.checkpoint)
+        return EpisodeHook(checkpointer=checkpointer, fork=fork)
 
     def _cancelled(self, spec: EpisodeSpec, episode_id: str, stage: str) -> None:
         """An in-flight episode stopped by cancellation: not recorded, so `--resume` runs it again."""

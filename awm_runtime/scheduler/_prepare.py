@@ -6,6 +6,7 @@ import asyncio
 import os
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 import structlog
@@ -13,7 +14,7 @@ import structlog
 from awm_runtime._build import BuildContext, build_expert, build_nudges, build_policy, build_shaper
 from awm_runtime._config import RunConfig
 from awm_runtime._errors import ConfigError
-from awm_runtime._types import EpisodeSpec, Task
+from awm_runtime._types import EpisodeSpec, ForkSpec, Task
 from awm_runtime._units import Planner, Unit
 from awm_runtime.episode import EpisodeLimits, ExpertBudget, Harness
 from awm_runtime.isolation import Containment, require
@@ -40,6 +41,9 @@ class PreparedRun:
     secrets: list[str] = field(default_factory=list)
     planner: Planner | None = None
     containment: Containment = field(default_factory=Containment)
+    checkpoint_root: Path | None = None  # where --checkpoint saves (the run directory's checkpoints/)
+    # Episodes a killed run left in flight, by key: resumed from their last checkpoint (docs/forks.md).
+    resume_from: dict[tuple[str, str, int, int], ForkSpec] = field(default_factory=dict)
 
     @property
     def planned(self) -> int:

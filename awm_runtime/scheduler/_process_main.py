@@ -11,6 +11,7 @@ import asyncio
 import os
 import signal
 import sys
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -20,6 +21,7 @@ from awm_runtime._config import RunConfig
 from awm_runtime._errors import ConfigError
 from awm_runtime._types import EpisodeRecord, EpisodeSpec
 from awm_runtime._units import Unit
+from awm_runtime.episode._checkpoint import CHECKPOINTS
 from awm_runtime.isolation import mark_private
 from awm_runtime.logs import EventLogSink, EventStream, configure_logging, new_tool_sets, record_line
 from awm_runtime.report import summary_fields
@@ -81,6 +83,8 @@ async def _serve(fd: int) -> int:
         events.close()
         return 1
     configure_logging(events, secrets=prep.secrets)
+    if config.checkpoint != "none":
+        prep.checkpoint_root = Path(init["events"]).parent / CHECKPOINTS
     structlog.contextvars.bind_contextvars(shard=init["shard"])
     control = RunControl(float(init["grace_s"]))
     pool = EpisodePool(prep, run_id=init["run_id"], sinks=[EventLogSink()], concurrency=int(init["concurrency"]),

@@ -23,6 +23,7 @@ from awm_runtime._errors import ConfigError
 from awm_runtime._interfaces import Sink
 from awm_runtime._types import EpisodeRecord
 from awm_runtime._units import EpisodeRunner, Unit
+from awm_runtime.episode._checkpoint import CHECKPOINTS
 from awm_runtime.logs import (
     EVENTS,
     MANIFEST,
@@ -39,6 +40,7 @@ from awm_runtime.logs import (
 from awm_runtime.models import shutdown
 from awm_runtime.scheduler._control import LoopLag, RunControl, must_finish, peak_rss_mib, rss_mib
 from awm_runtime.scheduler._episode_pool import EpisodePool
+from awm_runtime.scheduler._forks import in_flight, resumable
 from awm_runtime.scheduler._manifest import manifest, out_dir
 from awm_runtime.scheduler._prepare import PreparedRun, prepare
 from awm_runtime.scheduler._processes import resolve_shards, run_sharded
@@ -78,6 +80,9 @@ async def run(config: RunConfig, *, sinks: Sequence[Sink] = (), prepared: Prepar
     if prep.planner is not None and config.ray is None and config.shards not in ("auto", 1):
         raise ConfigError("--group-size runs in one process (groups are planned stage by stage and finalised "
                           "together): use --shards 1")
+    if config.ray and prep.config.checkpoint != "none":
+        raise ConfigError("--checkpoint needs the run's episodes on this machine (the checkpoints live in the run "
+                          "directory): drop --ray, or run without checkpoints")
     shards = 1 if prep.planner is not None or config.ray else resolve_shards(config.shards, config.concurrency)
     if (shards > 1 or config.ray) and sinks:
         raise ConfigError("custom sinks see the episodes of their own process only: use --shards 1 with sinks, "
@@ -86,13 +91,19 @@ async def run(config: RunConfig, *, sinks: Sequence[Sink] = (), prepared: Prepar
     progress = progress or RunProgress()
     writer = RunDirWriter(out)
     done: set[tuple[str, str, int, int]] = set()
+    recorded: set[str] = set()
+    if prep.config.checkpoint != "none":
+        prep.checkpoint_root = out / CHECKPOINTS
     if config.resume:
         repair_tail(out)
         for r in iter_records(out):
             done.add((r["arm"], r["scenario"], int(r["task_idx"]), int(r["repeat"])))
+            recorded.add(str(r.get("episode_id")))
             progress.stats.add(r)
             if prep.planner is not None:
                 prep.planner.observe(r)
+    if config.resume and prep.checkpoint_root is not None:
+        prep.resume_from = await asyncio.to_thread(in_flight, prep.checkpoint_root, recorded, done)
     to_run = prep.remaining(done)
     progress.planned, progress.already_done, progress.shards = prep.planned, len(done), shards
     if on_start:
@@ -102,6 +113,7 @@ async def run(config: RunConfig, *, sinks: Sequence[Sink] = (), prepared: Prepar
     configure_logging(events, secrets=prep.secrets)
     writer.write_json(MANIFEST, manifest(config, prep, run_id, shards, previous))
     log.info("run_started", run_id=run_id, planned=prep.planned, already_done=len(done), to_run=to_run,
+             resumed_mid_episode=len(prep.resume_from),
              concurrency=config.concurrency, shards=shards, grace_s=control.grace_s, out=str(out),
              containment=prep.containment.statement)
     started = time.perf_counter()
@@ -130,7 +142,7 @@ async def run(config: RunConfig, *, sinks: Sequence[Sink] = (), prepared: Prepar
             cluster = await RayCluster.start(config, prep, run_id, events, control, progress)
             shards = progress.shards
         for stage in prep.stages():  # a stage is planned only after the one before it has finished
-            units = (u for u in stage if not all(k in done for k in u.keys))
+            units = (resumable(u, prep.resume_from) for u in stage if not all(k in done for k in u.keys))
             if cluster is not None:  # the driver plans, feeds and records; the actors run the episodes
                 outcome = await run_local(config, prep, run_id, [], units, control, progress, record,
                                           runner=cluster.run_episode)
@@ -154,7 +166,8 @@ async def run(config: RunConfig, *, sinks: Sequence[Sink] = (), prepared: Prepar
                    "interrupted": control.stop_requested, "stop_reason": control.reason, "shards": shards,
                    "concurrency": config.concurrency, "loop_lag_ms": lag.to_dict(), "peak_rss_mib":
                    round(peak_rss_mib(), 1), **outcome, **progress.stats.to_dict(),
-                   **({"groups": prep.planner.summary()} if prep.planner else {})}
+                   **({getattr(prep.planner, "summary_key", "groups"): prep.planner.summary()}
+                      if prep.planner else {})}
         writer.write_json(SUMMARY, summary)
         log.info("run_finished", run_id=run_id, episodes=progress.stats.episodes, recorded=progress.recorded,
                  not_run=summary["not_run"], cancelled=progress.cancelled, interrupted=control.stop_requested,

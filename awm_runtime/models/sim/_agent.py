@@ -65,13 +65,10 @@ def _nudged(messages: list[dict[str, Any]]) -> bool:
 
 
 def _opening_plan(messages: list[dict[str, Any]]) -> bool:
-    """A static advisor's plan, shown as a user message before the first reply."""
-    for m in messages:
-        if m.get("role") == "assistant":
-            return False
-        if m.get("role") == "user" and '"plan"' in (m.get("content") or ""):
-            return True
-    return False
+    """A plan shown as a user message: a static advisor's before the first reply, or advice the agent did not
+    ask for (a fork's `ask` arm) later on. The task itself is the first user message and does not count."""
+    users = [m for m in messages if m.get("role") == "user"]
+    return any('"plan"' in (m.get("content") or "") for m in users[1:])
 
 
 def _wrong_arguments(args: dict[str, Any], rng: random.Random) -> dict[str, Any]:

@@ -131,6 +131,14 @@ class OpenEnvWorld(RemoteWorld):
         return session
 
 
+class ReplayDiverged(WorldError):
+    """A replayed call (reconnect or fork) succeeded where it had failed, or the reverse."""
+
+    def __init__(self, message: str, *, index: int) -> None:
+        super().__init__(message)
+        self.index = index
+
+
 class OpenEnvSession:
     """One episode on an OpenEnv server. The agent reaches only the scenario's tools."""
 
@@ -176,12 +184,22 @@ class OpenEnvSession:
         log.warning("remote_world_reconnect", world=self.world.name, episode_id=self.episode_id,
                     replay=len(self._history))
         await self.start()
+        await self._replay("after a reconnect")
+
+    async def _replay(self, when: str) -> None:
         assert self._sock is not None
         for i, (name, arguments, failed) in enumerate(self._history, 1):
             obs = await self._sock.step({"type": "call_tool", "tool_name": name, "arguments": arguments})
             if (obs.get("reward_type") != "tool_call_ok") != failed:
-                raise WorldError(f"{self.world.name}: after a reconnect, replaying call {i} ({name}) gave a "
-                                 f"different outcome: {obs.get('error') or 'ok'}")
+                raise ReplayDiverged(f"{self.world.name}: {when}, replaying call {i} ({name}) gave a different "
+                                     f"outcome: {obs.get('error') or 'ok'} (it {'failed' if failed else 'succeeded'} "
+                                     "before)", index=i)
+
+    async def replay(self, history: Sequence[tuple[str, dict[str, Any], bool]]) -> None:
+        """Bring this fresh session to a recorded prefix (a fork), the way a reconnect does: replay each call,
+        which must fail or succeed as it did; ReplayDiverged (`index`: the call) when one does not."""
+        self._history = list(history)
+        await self._replay("for a fork")
 
     async def _step(self, action: dict[str, Any]) -> dict[str, Any]:
         """One step, on a recovered socket if the current one drops (within the world's retry bounds)."""

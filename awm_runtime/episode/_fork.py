@@ -1,0 +1,137 @@
+"""Forks: an episode started from a checkpoint instead of a reset, with the `ask` and `solo` arms.
+
+`fork_episode` is the embeddable entry point; the scheduler runs forks as units like any other, through
+`EpisodeHook` (the loop's TurnHook), which also saves checkpoints and resumes killed episodes.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+
+from awm_runtime._errors import WorldError
+from awm_runtime._interfaces import Sink, World, WorldSession
+from awm_runtime._seeds import episode_seed
+from awm_runtime._types import EpisodeRecord, EpisodeSpec, ForkSpec
+from awm_runtime.episode._checkpoint import (
+    Checkpoint,
+    Checkpointer,
+    RecordingSession,
+    load_checkpoint,
+    prefix_usage_removed,
+    render_fork_question,
+    restore_world,
+)
+from awm_runtime.episode._loop import Harness, run_episode
+from awm_runtime.episode._state import EpisodeState
+from awm_runtime.episode._tools import ASK_EXPERT
+
+
+def fork_seed(cp: Checkpoint, repeat: int) -> int:
+    """Continuation `repeat` of a checkpoint: the original episode's seed first (so a fork of the same arm
+    replays the original), then seeds drawn from it."""
+    return cp.seed if repeat == 0 else episode_seed(cp.seed, f"fork:{cp.episode_id}", cp.turn, repeat)
+
+
+class EpisodeHook:
+    """The loop's TurnHook: saves checkpoints, restores a fork or a resumed episode, applies its arm."""
+
+    def __init__(self, *, checkpointer: Checkpointer | None = None, fork: ForkSpec | None = None) -> None:
+        self.checkpointer = checkpointer
+        self.fork = fork
+        self.cp: Checkpoint | None = load_checkpoint(fork.checkpoint) if fork is not None else None
+        self.db_sha256: str | None = None
+
+    @property
+    def records_calls(self) -> bool:
+        """A remote session must be wrapped to remember its calls (for checkpoints or a replayed fork)."""
+        return self.checkpointer is not None or (self.cp is not None and self.cp.world.get("kind") == "replay")
+
+    async def start(self, ep: EpisodeState, session: WorldSession) -> bool:
+        if self.cp is None or self.fork is None:
+            return False
+        from awm_runtime.episode._checkpoint import restore_state
+
+        cp = self.cp
+        offered = [t.name for t in ep.tools or ()]
+        world_now = [n for n in offered if n != ASK_EXPERT]
+        world_then = [n for n in cp.tools if n != ASK_EXPERT]
+        if world_now != world_then:
+            missing = sorted(set(world_then) - set(world_now)) or sorted(set(world_now) - set(world_then))
+            raise WorldError(f"fork refused: the world's tools differ from the checkpoint's ({', '.join(missing[:5])})")
+        self.db_sha256 = await restore_world(cp, Path(self.fork.checkpoint), session)
+        restore_state(ep, cp)
+        return True
+
+    async def before_turn(self, ep: EpisodeState, session: WorldSession) -> str | None:
+        if self.checkpointer is not None:
+            await self.checkpointer.before_turn(ep, session)
+        fork, cp = self.fork, self.cp
+        if fork is None or cp is None:
+            return None
+        if fork.mode == "solo":
+            ep.withhold_expert = fork.solo_turns is None or ep.turn <= cp.turn + fork.solo_turns
+        if fork.mode == "ask" and ep.turn == cp.turn + 1:
+            return render_fork_question(ep.turn)
+        return None
+
+    async def after_turn(self, ep: EpisodeState, session: WorldSession) -> None:
+        if self.checkpointer is not None:
+            await self.checkpointer.after_turn(ep)
+
+    def finish(self, record: EpisodeRecord) -> None:
+        if self.checkpointer is not None:
+            self.checkpointer.discard()
+            record.checkpoints = self.checkpointer.summary()
+        fork, cp = self.fork, self.cp
+        if fork is None or cp is None:
+            return
+        origin = {"run": cp.run_id, "episode_id": cp.episode_id, "turn": cp.turn, "checkpoint": fork.checkpoint}
+        if fork.mode == "resume":  # the killed episode's record, continued: its prefix was never recorded
+            record.resumed_from = origin
+            return
+        record.fork = {
+            **origin, "mode": fork.mode, "repeat": fork.repeat, "solo_turns": fork.solo_turns, "why": cp.why,
+            "preceding": cp.preceding, "prefix_messages": len(cp.messages), "source_arm": cp.spec.arm,
+            "source_repeat": cp.spec.repeat, "db_sha256": self.db_sha256,
+            "advice_given": any(a.turn == cp.turn + 1 for a in record.expert_answers),
+            "prefix_usage": prefix_usage_removed(record, cp.usage),
+        }
+
+
+def fork_spec(cp: Checkpoint, fork: ForkSpec, *, arm: str | None = None, repeat: int | None = None,
+              seed: int | None = None) -> EpisodeSpec:
+    """The spec of one continuation of `cp`."""
+    return EpisodeSpec(arm=arm or cp.spec.arm, scenario=cp.task.scenario, task_idx=cp.task.task_idx,
+                       repeat=cp.spec.repeat if repeat is None else repeat,
+                       seed=fork_seed(cp, fork.repeat) if seed is None else seed, fork=fork)
+
+
+def wrap_session(session: WorldSession, hook: EpisodeHook | None) -> WorldSession:
+    """A remote session (no DB file) wrapped to remember its calls when the hook needs them."""
+    if hook is None or not hook.records_calls or isinstance(getattr(session, "db", None), Path):
+        return session
+    return RecordingSession(session)
+
+
+async def fork_episode(checkpoint: Path | str, harness: Harness, world: World, *, mode: str = "continue",
+                       solo_turns: int | None = None, repeat: int = 0, arm: str | None = None,
+                       sinks: Sequence[Sink] = (), run_id: str = "", episode_id: str | None = None,
+                       checkpointer: Checkpointer | None = None) -> EpisodeRecord:
+    """Play one continuation of the episode saved in `checkpoint` with `harness`, on a fresh session of
+    `world` brought to the checkpoint's state, and return its record (`record.fork` says where from).
+
+    `mode`: continue | ask | solo (see ForkSpec). Never raises except on cancellation: a world that cannot
+    be restored (a replay that diverges) gives a record with `outcome: error` that says why."""
+    fork = ForkSpec(checkpoint=str(checkpoint), mode=mode, solo_turns=solo_turns, repeat=repeat)  # type: ignore[arg-type]
+    hook = EpisodeHook(checkpointer=checkpointer, fork=fork)
+    assert hook.cp is not None
+    spec = fork_spec(hook.cp, fork, arm=arm)
+    episode_id = episode_id or uuid.uuid4().hex[:16]
+    session = wrap_session(await world.open(hook.cp.task, episode_id=episode_id), hook)
+    try:
+        return await run_episode(spec, hook.cp.task, session, harness, sinks=sinks, run_id=run_id,
+                                 episode_id=episode_id, hook=hook)
+    finally:
+        await session.close()

@@ -1,0 +1,180 @@
+"""The value of asking, state by state: ask against solo continuations of the same forked states.
+
+Each forked state (a source episode's checkpoint) has continuations in the `ask` arm (the expert's advice
+at the fork turn) and in the `solo` arm (ask_expert refused). Its value of asking is the difference of
+their means: ΔP(complete) and Δreward. States of one task are not independent, so the 95% intervals come
+from a bootstrap that resamples whole tasks (report/_intervals.py). Continuations that ended in an
+infrastructure error are left out and counted. Aggregates: overall, by turn index, by what happened just
+before the fork turn (a tool error, a format error, nothing), by scenario and by expert.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from rich.table import Table
+
+from awm_runtime.report._intervals import mean_difference_interval
+
+FORK_METHOD = ("Per forked state: mean of the ask continuations minus mean of the solo continuations, for "
+               "completion (ΔP(complete)) and reward; aggregates are means over states, with 95% intervals from a "
+               "bootstrap resampling tasks (n/a with fewer than two tasks). Continuations with an infrastructure "
+               "error are left out.")
+BY = ("turn", "preceding", "scenario", "expert")
+
+
+@dataclass(slots=True)
+class _State:
+    scenario: str
+    task_idx: int
+    turn: int
+    preceding: str
+    ask: dict[str, list[tuple[float, float]]] = field(default_factory=lambda: defaultdict(list))  # expert -> runs
+    solo: list[tuple[float, float]] = field(default_factory=list)
+
+
+def _mean(values: list[float]) -> float:
+    return sum(values) / len(values)
+
+
+class ForkStats:
+    """Streaming: fed record dicts of a fork run; holds two numbers per continuation, never messages."""
+
+    def __init__(self) -> None:
+        self.states: dict[tuple[str, int], _State] = {}
+        self.infra_errors = 0
+
+    def add(self, r: dict[str, Any]) -> None:
+        fork = r.get("fork")
+        if not fork or fork.get("mode") not in ("ask", "solo"):
+            return
+        if r["outcome"] == "error":
+            self.infra_errors += 1
+            return
+        key = (str(fork["episode_id"]), int(fork["turn"]))
+        state = self.states.get(key)
+        if state is None:
+            state = self.states[key] = _State(str(r["scenario"]), int(r["task_idx"]), int(fork["turn"]),
+                                              str(fork.get("preceding") or "nothing"))
+        run = (1.0 if r["outcome"] == "complete" else 0.0, float(r.get("reward", 0.0)))
+        if fork["mode"] == "ask":
+            state.ask[str((r.get("expert") or {}).get("alias") or "none")].append(run)
+        else:
+            state.solo.append(run)
+
+    def rows(self) -> list[dict[str, Any]]:
+        """One row per (forked state, expert) with both an ask and a solo continuation."""
+        out = []
+        for (episode_id, turn), s in self.states.items():
+            if not s.solo:
+                continue
+            for expert, runs in s.ask.items():
+                ask_c, solo_c = _mean([c for c, _ in runs]), _mean([c for c, _ in s.solo])
+                ask_r, solo_r = _mean([r for _, r in runs]), _mean([r for _, r in s.solo])
+                out.append({"episode_id": episode_id, "turn": turn, "scenario": s.scenario, "task_idx": s.task_idx,
+                            "preceding": s.preceding, "expert": expert, "n_ask": len(runs), "n_solo": len(s.solo),
+                            "p_complete_ask": ask_c, "p_complete_solo": solo_c, "delta_complete": ask_c - solo_c,
+                            "reward_ask": ask_r, "reward_solo": solo_r, "delta_reward": ask_r - solo_r})
+        return out
+
+    def to_dict(self) -> dict[str, Any] | None:
+        rows = self.rows()
+        if not self.states:
+            return None
+        out: dict[str, Any] = {"states": len(rows), "infra_errors": self.infra_errors, "method": FORK_METHOD,
+                               "overall": aggregate(rows)}
+        for by in BY:
+            groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
+            for row in rows:
+                groups[str(row[by])].append(row)
+            out[f"by_{by}"] = {k: aggregate(v) for k, v in sorted(groups.items(), key=lambda kv: _order(kv[0]))}
+        return out
+
+
+class CheckpointStats:
+    """What checkpoints cost a run: their number, bytes and seconds, per checkpoint and per episode turn."""
+
+    def __init__(self) -> None:
+        self.episodes = self.count = self.captures = self.bytes = self.turns = 0
+        self.seconds = 0.0
+        self.modes: set[str] = set()
+
+    def add(self, r: dict[str, Any]) -> None:
+        c = r.get("checkpoints")
+        if not c:
+            return
+        self.episodes += 1
+        self.count += int(c.get("count", 0))
+        self.captures += int(c.get("captures", c.get("count", 0)))
+        self.bytes += int(c.get("bytes", 0))
+        self.seconds += float(c.get("seconds", 0.0))
+        self.turns += int(r.get("turns", 0))
+        self.modes.add(str(c.get("mode")))
+
+    def to_dict(self) -> dict[str, Any] | None:
+        if not self.episodes:
+            return None
+        return {"mode": ",".join(sorted(self.modes)), "episodes": self.episodes, "checkpoints": self.count,
+                "bytes": self.bytes, "seconds": round(self.seconds, 4),
+                "captures": self.captures,
+                "ms_per_capture": round(1000 * self.seconds / self.captures, 3) if self.captures else None,
+                "ms_per_checkpoint": round(1000 * self.seconds / self.count, 3) if self.count else None,
+                "bytes_per_checkpoint": round(self.bytes / self.count) if self.count else None,
+                "bytes_per_turn": round(self.bytes / self.turns) if self.turns else None}
+
+
+def _order(key: str) -> tuple[int, Any]:
+    return (0, int(key)) if key.isdigit() else (1, key)
+
+
+def _interval(rows: list[dict[str, Any]], metric: str) -> list[float] | None:
+    clusters: dict[tuple[str, int], list[float]] = defaultdict(lambda: [0.0, 0])
+    for row in rows:
+        c = clusters[(row["scenario"], row["task_idx"])]
+        c[0] += row[metric]
+        c[1] += 1
+    ci = mean_difference_interval([(s, int(n)) for s, n in clusters.values()])
+    return None if ci is None else [round(ci[0], 4), round(ci[1], 4)]
+
+
+def aggregate(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Means over forked states, with task-clustered 95% intervals."""
+    if not rows:
+        return {"states": 0}
+    return {
+        "states": len(rows), "tasks": len({(r["scenario"], r["task_idx"]) for r in rows}),
+        "p_complete_ask": round(_mean([r["p_complete_ask"] for r in rows]), 4),
+        "p_complete_solo": round(_mean([r["p_complete_solo"] for r in rows]), 4),
+        "delta_complete": round(_mean([r["delta_complete"] for r in rows]), 4),
+        "delta_complete_ci": _interval(rows, "delta_complete"),
+        "delta_reward": round(_mean([r["delta_reward"] for r in rows]), 4),
+        "delta_reward_ci": _interval(rows, "delta_reward"),
+    }
+
+
+def forks_table(summary: dict[str, Any]) -> Table | None:
+    """The value of asking, overall and broken down, as a rich table (None when the run has no ask/solo forks)."""
+    voa = summary.get("value_of_asking")
+    if not voa or not voa["overall"].get("states"):  # no state has both an ask and a solo continuation yet
+        return None
+    table = Table(title="Value of asking (ask − solo, per forked state; 95% CI resampling tasks)")
+    for col in ("slice", "states", "P(complete) ask", "P(complete) solo", "ΔP(complete)", "Δreward"):
+        table.add_column(col, justify="left" if col == "slice" else "right")
+
+    def ci(value: float, bounds: list[float] | None) -> str:
+        return f"{value:+.3f}" + (f" [{bounds[0]:+.3f}, {bounds[1]:+.3f}]" if bounds else " [n/a]")
+
+    def row(label: str, a: dict[str, Any]) -> None:
+        if not a.get("states"):
+            return
+        table.add_row(label, str(a["states"]), f"{a['p_complete_ask']:.1%}", f"{a['p_complete_solo']:.1%}",
+                      ci(a["delta_complete"], a["delta_complete_ci"]), ci(a["delta_reward"], a["delta_reward_ci"]))
+
+    row("overall", voa["overall"])
+    labels = {"turn": "after {} turns", "preceding": "after {}", "scenario": "{}", "expert": "expert {}"}
+    for by in BY:
+        for key, a in voa.get(f"by_{by}", {}).items():
+            row(labels[by].format(key), a)
+    return table

@@ -1,0 +1,129 @@
+"""awm-run --checkpoint, awm-fork, awm-report and awm-export fork-pairs / ask-labels, as a user runs them."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.conftest import awm_command
+
+SOURCE = ("--policy", "sim/novice", "--expert", "sim/oracle", "--scenarios", "codeforge_devtools,homehub_smart_home",
+          "--tasks", "0-4", "--repeats", "2", "--checkpoint", "asks")
+
+
+@pytest.fixture(scope="module")
+def forked(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    root = tmp_path_factory.mktemp("forks")
+    source, fork = root / "run", root / "fork"
+    proc = awm_command("run", "--out", str(source), "--quiet", *SOURCE)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    proc = awm_command("fork", str(source), "--at", "asks", "--arm", "ask", "--arm", "solo", "--repeats", "3",
+                       "--out", str(fork), "--json")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return source, fork
+
+
+def lines(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_asks_checkpoints_are_before_each_ask_or_nudge(forked: tuple[Path, Path]) -> None:
+    source, _ = forked
+    for r in lines(source / "episodes.jsonl"):
+        asked = {a["turn"] for a in r["expert_answers"]}
+        nudged = {n["turn"] for n in r["nudge_log"]}
+        saved = sorted(int(p.stem.split("-")[1]) + 1 for p in (source / "checkpoints" / r["episode_id"]).glob("*.json"))
+        assert saved == sorted(asked | nudged)  # the checkpoint before turn t is named turn-(t-1)
+        assert r["checkpoints"]["count"] == len(saved)
+
+
+def test_the_value_of_asking_is_positive_with_intervals_and_a_breakdown(forked: tuple[Path, Path]) -> None:
+    source, fork = forked
+    summary = json.loads((fork / "summary.json").read_text())
+    voa = summary["value_of_asking"]
+    overall = voa["overall"]
+    assert overall["states"] >= 10 and overall["delta_complete"] > 0 and overall["delta_reward"] > 0
+    low, high = overall["delta_complete_ci"]
+    assert low <= overall["delta_complete"] <= high and low > 0  # the oracle's plan helps the novice
+    assert set(voa["by_preceding"]) <= {"tool_error", "format_error", "nothing"} and len(voa["by_preceding"]) >= 2
+    assert voa["by_expert"].keys() == {"sim/oracle"} and len(voa["by_scenario"]) == 2 and voa["by_turn"]
+    records = lines(fork / "episodes.jsonl")
+    states = {(r["fork"]["episode_id"], r["fork"]["turn"]) for r in records}
+    assert len(records) == len(states) * 2 * 3  # every state: 3 continuations in each of the 2 arms
+    source_ids = {r["episode_id"] for r in lines(source / "episodes.jsonl")}
+    source_run = json.loads((source / "manifest.json").read_text())["run_id"]
+    for r in records:
+        assert r["fork"]["run"] == source_run and r["fork"]["episode_id"] in source_ids
+        assert r["arm"] == r["fork"]["mode"] and r["error"] is None
+    assert summary["forks"]["checkpoints"] == len(states) and summary["forks"]["at"] == "asks"
+    report = awm_command("report", str(fork), "--json")
+    assert json.loads(report.stdout)["value_of_asking"]["overall"] == overall
+    table = awm_command("report", str(fork))
+    assert "Value of asking" in table.stdout and "tool_error" in table.stdout
+
+
+def test_a_fork_run_resumes_as_a_set_difference(forked: tuple[Path, Path]) -> None:
+    _, fork = forked
+    before = (fork / "episodes.jsonl").read_bytes()
+    proc = awm_command("fork", "--out", str(fork), "--resume", "--json")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert json.loads(proc.stdout)["already_done"] == len(before.splitlines())
+    assert (fork / "episodes.jsonl").read_bytes() == before
+
+
+@pytest.mark.parametrize("fmt", ["fork-pairs", "ask-labels"])
+def test_exports_load_with_datasets_and_never_target_expert_text(forked: tuple[Path, Path], tmp_path: Path,
+                                                                  fmt: str) -> None:
+    datasets = pytest.importorskip("datasets")
+    _, fork = forked
+    for continuation in (("first", "whole") if fmt == "fork-pairs" else ("first",)):
+        out = tmp_path / f"{fmt}-{continuation}.jsonl"
+        proc = awm_command("export", str(fork), "--format", fmt, "--out", str(out), "--continuation", continuation)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        rows = lines(out)
+        assert rows, proc.stderr
+        loaded = datasets.load_dataset("json", data_files=str(out), split="train")
+        assert loaded.num_rows == len(rows)
+        advice = [m["content"] for r in lines(fork / "episodes.jsonl") for m in r["messages"]
+                  if m["source"] == "expert"]
+        assert advice
+        for row in rows:
+            if fmt == "fork-pairs":
+                assert row["chosen_outcome"] != row["rejected_outcome"]
+                for side in ("chosen", "rejected"):
+                    assert row[side] and all(m["content"] not in advice for m in row[side])
+                    assert all('"success_state"' not in (m["content"] or "") for m in row[side])
+                if continuation == "first":
+                    assert [m["role"] for m in row["chosen"]] == ["assistant"] == [m["role"] for m in row["rejected"]]
+            else:
+                assert row["label"] in ("ask", "solo", "either") and row["messages"]
+                assert -1 <= row["value_of_asking"] <= 1
+    if fmt == "ask-labels":
+        summary = json.loads((fork / "summary.json").read_text())
+        assert len(rows) == summary["value_of_asking"]["states"]
+
+
+def test_bad_fork_input_is_one_line(forked: tuple[Path, Path], tmp_path: Path,
+                                    awm: Callable[..., Any]) -> None:
+    source, _ = forked
+    cases = [
+        (("--at", "40", "--arm", "ask"), "--at TURN needs a run with --checkpoint every"),
+        (("--at", "soon", "--arm", "ask"), "give a turn"),
+        (("--at", "asks", "--arm", "ask:expert=none"), "needs an expert"),
+        (("--at", "asks", "--arm", "solo:turns=x"), "positive integer"),
+        (("--at", "asks", "--arm", "ask", "--episodes", "colour=red"), "not KEY=VAL"),
+    ]
+    for i, (args, expected) in enumerate(cases):
+        proc = awm("fork", str(source), *args, "--out", str(tmp_path / f"f{i}"))
+        assert proc.returncode == 2, proc.stderr
+        errors = [line for line in proc.stderr.splitlines() if line.startswith("awm-fork: error:")]
+        assert len(errors) == 1 and expected in errors[0], proc.stderr
+    plain = tmp_path / "plain"
+    made = awm("run", "--out", str(plain), "--quiet", "--scenarios", "codeforge_devtools", "--tasks", "0")
+    assert made.returncode == 0
+    proc = awm("fork", str(plain), "--at", "asks", "--arm", "ask", "--out", str(tmp_path / "g"))
+    assert proc.returncode == 2 and "--checkpoint asks" in proc.stderr
