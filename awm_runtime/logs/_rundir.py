@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-
 import structlog
 
 from awm_runtime._types import EpisodeRecord

@@ -12,7 +12,6 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import IO, Any
 
-import orjson
 import structlog
 
 from awm_runtime.logs._encodable import dumps_encodable, encodable_text
@@ -30,7 +29,8 @@ def _orjson_dumps(event: Any, **_: Any) -> str:
     event says how many (`replaced_chars`): an event is never lost to its own text."""
     line, replaced = dumps_encodable(event, default=_text)
     if replaced:
-        line, _ = dumps_encodable({**event, "replaced_chars": replaced}, default=_text)
+        counted = {**event, "replaced_chars": replaced} if isinstance(event, dict) else event
+        line = dumps_encodable(counted, default=_text)[0]
     return line.decode()
 
 

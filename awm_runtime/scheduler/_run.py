@@ -183,6 +183,7 @@ async def run(config: RunConfig, *, sinks: Sequence[Sink] = (), prepared: Prepar
                      control.stop_requested, int(summary.get("unrecorded_count", 0)))
 
 
+EpisodeKey = tuple[str, str, int, int]
 UNRECORDED_SHOWN = 100
 UNCLASSIFIED_WARN_SHARE = 0.10
 
@@ -200,7 +201,7 @@ def judge_warnings(summary: dict[str, Any]) -> list[str]:
     return out
 
 
-def _unrecorded(out: Path, prep: PreparedRun, handed: set[tuple[str, str, int, int]]) -> list[tuple[str, str, int, int]]:
+def _unrecorded(out: Path, prep: PreparedRun, handed: set[EpisodeKey]) -> list[EpisodeKey]:
     """The planned keys episodes.jsonl lacks (read back only when the counts say some are missing). Groups
     are planned stage by stage, so for them the keys are those of the units planned so far."""
     recorded = {(r["arm"], r["scenario"], int(r["task_idx"]), int(r["repeat"])) for r in iter_records(out)}

@@ -168,7 +168,8 @@ def check_call(call_id: str, name: Any, raw_args: Any, tool_names: Collection[st
 
 def unexecuted_problem(call: dict[str, Any], limits: ArgumentLimits = DEFAULT_LIMITS) -> Malformed | None:
     """Why a further (never executed) native call of a reply could not be carried either, if it could not."""
-    fn = call.get("function") if isinstance(call.get("function"), dict) else {}
+    held = call.get("function")
+    fn: dict[str, Any] = held if isinstance(held, dict) else {}
     name = encodable_text(fn["name"])[0] if isinstance(fn.get("name"), str) else "the next call"
     args = decode_arguments(fn.get("arguments"), name)
     if isinstance(args, Malformed):

@@ -164,7 +164,9 @@ class ToolProtocol:
         """The tool result of a further call of a reply: not run, and why its arguments could not be either."""
         text = render("call_not_executed.md")
         problem = unexecuted_problem(call, self.limits)
-        return text if problem is None else f"{text}\n{render('call_not_carried.md', kind=problem.kind, detail=problem.detail)}"
+        if problem is None:
+            return text
+        return f"{text}\n{render('call_not_carried.md', kind=problem.kind, detail=problem.detail)}"
 
     def render_call(self, name: str, arguments: dict[str, Any],
                     call_id: str) -> tuple[str | None, list[dict[str, Any]]]:

@@ -242,7 +242,8 @@ def test_a_grpo_run_whose_world_fails_once_per_group_keeps_every_group_whole(tmp
 
     data = tmp_path / "labels"
     write_dataset(data, scenario_rows(
-        "Labels", CRASHY_APP, tables=[{"name": "items", "ddl": "CREATE TABLE items (id INTEGER PRIMARY KEY, label TEXT)"}],
+        "Labels", CRASHY_APP,
+        tables=[{"name": "items", "ddl": "CREATE TABLE items (id INTEGER PRIMARY KEY, label TEXT)"}],
         inserts={"items": ["INSERT INTO items (id, label) VALUES (1, 'todo')"]},
         tasks=["Mark item 1 as done.", "Mark item 1 as done, please."], code_verifiers={0: LABEL_IS_DONE,
                                                                                        1: LABEL_IS_DONE}))
