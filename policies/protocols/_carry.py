@@ -51,12 +51,30 @@ def _schema_bounds(schema: Any, key: str) -> tuple[float | None, float | None]:
     return (low if isinstance(low, int | float) else None), (high if isinstance(high, int | float) else None)
 
 
+def _carried(args: dict[str, Any], limits: ArgumentLimits, schema: Any) -> bool:
+    try:
+        data = orjson.dumps(args)  # refuses lone surrogates, integers past 64 bits and 255-deep nesting
+    except orjson.JSONEncodeError:
+        return False
+    if len(data) > limits.max_bytes or data.count(b"{") + data.count(b"[") > limits.max_depth:
+        return False
+    for key, value in args.items():
+        if isinstance(value, int) and not isinstance(value, bool):
+            low, high = _schema_bounds(schema, key)
+            if (low is not None and value < low) or (high is not None and value > high):
+                return False
+    return bool(orjson.loads(data) == args)  # NaN and Infinity would arrive as null
+
+
 def argument_problem(args: dict[str, Any], where: str, limits: ArgumentLimits = DEFAULT_LIMITS,
                      schema: Any = None) -> Malformed | None:
     """The format error that keeps `args` off the wire, or None when they can be carried.
 
-    Walks the value once without recursion (so any depth is safe to inspect); `schema` (the tool's
-    flat input schema) adds each top-level integer's own minimum/maximum."""
+    `schema` (the tool's flat input schema) adds each top-level integer's own minimum/maximum. Fast
+    path: orjson carries them unchanged, within the size, and with fewer brackets than the depth
+    limit. Otherwise one walk, without recursion (any depth is safe to inspect), says what is wrong."""
+    if _carried(args, limits, schema):
+        return None
     stack: list[tuple[Any, int, str | None]] = [(args, 1, None)]
     while stack:
         value, depth, top = stack.pop()

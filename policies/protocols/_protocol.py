@@ -15,7 +15,7 @@ from awm_runtime._interfaces import CallTool, ListTools, Malformed, PolicyTurn
 from awm_runtime._prompts import render
 from awm_runtime._types import Message, Source, Task, ToolSpec
 from awm_runtime.logs._encodable import encodable_text
-from awm_runtime.policies.protocols._carry import DEFAULT_LIMITS, ArgumentLimits, argument_problem
+from awm_runtime.policies.protocols._carry import DEFAULT_LIMITS, ArgumentLimits
 from awm_runtime.policies.protocols._json import loads_lenient
 from awm_runtime.policies.protocols._parse import Parsed, parse_awm, parse_hermes, parse_native, unexecuted_problem
 
@@ -69,18 +69,19 @@ UNPARSED_CHARS = 2000  # what goes back on the wire of arguments that could not 
 def _wire_call(call: dict[str, Any], limits: ArgumentLimits = DEFAULT_LIMITS) -> dict[str, Any]:
     """A recorded call made safe to send back: `arguments` a JSON-object string. vLLM json.loads
     every earlier call's arguments and fails the whole request on one bad string, which would
-    turn the model's format error into an infrastructure error on the next turn. Arguments no wire
-    can carry (a lone surrogate, a 300-deep nesting, megabytes) go back as a clipped, encodable text."""
+    turn the model's format error into an infrastructure error on the next turn. Inside that string
+    depth and number sizes do not matter; arguments over the size limit go back clipped, and a lone
+    surrogate as U+FFFD (checks that cost nothing on plain ASCII: this runs for every call, every turn)."""
     fn = dict(call.get("function") or {})
     raw = fn.get("arguments")
     try:
         value = loads_lenient(raw) if isinstance(raw, str) and raw.strip() else (raw or {})
     except ValueError:
         value = None
-    if not isinstance(value, dict) or argument_problem(value, "", limits) is not None:
-        text = raw if isinstance(raw, str) else str(raw)
+    text = raw if isinstance(raw, str) else str(raw)
+    if not isinstance(value, dict) or len(text) > limits.max_bytes:
         value = {"unparsed_arguments": truncate(encodable_text(text)[0], UNPARSED_CHARS)}
-    fn["arguments"] = json.dumps(value, ensure_ascii=False)
+    fn["arguments"] = encodable_text(json.dumps(value, ensure_ascii=False))[0]
     fn["name"] = fn.get("name") or ""
     return {**call, "type": "function", "function": fn}
 
@@ -99,6 +100,7 @@ class ToolProtocol:
         self.tool_result_role = tool_result_role or ("tool" if name == "native" else "user")
         self.limits = limits
         self._native: dict[tuple[int, ...], tuple[tuple[ToolSpec, ...], list[dict[str, Any]]]] = {}
+        self._schema_maps: dict[tuple[int, ...], tuple[tuple[ToolSpec, ...], dict[str, Any]]] = {}
 
     def begin(self, task: Task, tools: Sequence[ToolSpec]) -> list[Message]:
         system = system_prompt(self.name, tools, scenario=task.scenario_title or task.scenario)
@@ -124,8 +126,18 @@ class ToolProtocol:
 
     def parse(self, content: str | None, tool_calls: list[dict[str, Any]] | None, tools: Sequence[ToolSpec], *,
               call_id: str, finish_reason: str | None = None, reasoning: str | None = None) -> Parsed:
-        return parse_reply(self.name, content, tool_calls, {t.name: t.input_schema for t in tools}, call_id=call_id,
+        return parse_reply(self.name, content, tool_calls, self._schemas(tools), call_id=call_id,
                            finish_reason=finish_reason, reasoning=reasoning, limits=self.limits)
+
+    def _schemas(self, tools: Sequence[ToolSpec]) -> dict[str, Any]:
+        """name -> input schema of `tools`, built once per tool set (as `native_tools`)."""
+        key = tuple(map(id, tools))
+        held = self._schema_maps.get(key)
+        if held is None:  # the value holds the specs, so their ids cannot be reused while cached
+            if len(self._schema_maps) >= 1024:
+                self._schema_maps.clear()
+            held = self._schema_maps[key] = (tuple(tools), {t.name: t.input_schema for t in tools})
+        return held[1]
 
     def wire(self, messages: Sequence[Message]) -> list[dict[str, Any]]:
         """The transcript as the model is sent it (OpenAI chat format)."""

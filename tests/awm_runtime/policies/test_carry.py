@@ -90,8 +90,11 @@ def test_a_second_unexecuted_call_is_counted_and_explained_and_goes_back_carriab
     assert "unencodable_text" in (results[1].content or "") and "arguments_too_deep" in (results[2].content or "")
     wire = orjson.dumps(speaker.wire([reply, *results]))  # the next request encodes: no lone surrogate, no depth
     sent = orjson.loads(wire)[0]["tool_calls"]
-    assert json.loads(sent[1]["function"]["arguments"]) == {"unparsed_arguments": SURROGATE}
-    assert "unparsed_arguments" in json.loads(sent[2]["function"]["arguments"])
+    assert json.loads(sent[1]["function"]["arguments"]) == {"name": "\ufffd"}
+    assert json.loads(sent[2]["function"]["arguments"]) == json.loads(DEEP)  # a string on the wire: depth is fine
+    huge = {"id": "c3", "type": "function", "function": {"name": "set_label", "arguments": "[" * 2_000_000}}
+    wired = speaker.wire([Message(role="assistant", content=None, source="policy", tool_calls=[huge])])
+    assert len(wired[0]["tool_calls"][0]["function"]["arguments"]) < 2100  # clipped, not resent whole
 
 
 def test_a_final_answer_with_a_lone_surrogate_is_kept_encodable() -> None:
