@@ -120,8 +120,10 @@ async def run(config: RunConfig, *, sinks: Sequence[Sink] = (), prepared: Prepar
             yield u
 
     def write(fresh: list[EpisodeRecord]) -> None:
-        writer.add_tools(new_tool_sets(fresh, tool_ids))  # a set's line lands before any record naming it
+        sets = new_tool_sets(fresh, set(tool_ids))  # a set's line lands before any record naming it
+        writer.add_tools(sets)
         writer.append(b"".join(record_line(r) for r in fresh))
+        tool_ids.update(sets)  # only once written: a failed write leaves the set to the next record
 
     async def record(unit: Unit, records: list[EpisodeRecord]) -> None:
         fresh = [r for r in records if (r.arm, r.scenario, r.task_idx, r.repeat) not in done]

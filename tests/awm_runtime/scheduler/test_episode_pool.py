@@ -254,3 +254,31 @@ async def test_a_unit_that_cannot_be_recorded_at_all_is_named_and_the_worker_goe
     await pool.run(next_unit, done)
     assert sorted(k[2] for k in written) == [0, 2, 3]
     assert [k[2] for k in pool.unrecorded] == [1]
+
+
+async def test_a_full_disk_under_the_tool_sets_costs_records_their_content_not_their_existence(tmp_path: Path) -> None:
+    """tools.jsonl on a full disk (/dev/full): writing a unit fails, so each episode is recorded as a bare
+    `RecordError` error, and the run goes on to the end."""
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "tools.jsonl").symlink_to("/dev/full")
+    prep = prepared(out, MemoryWorld(3), StepPolicy(), concurrency=1)
+    result = await run(prep.config, prepared=prep)
+    recs = lines(out)
+    assert sorted(r["task_idx"] for r in recs) == [0, 1, 2] and result.unrecorded == 0
+    assert all(r["outcome"] == "error" and r["error"]["class"] == "RecordError.OSError" for r in recs)
+    assert "No space left on device" in recs[0]["error"]["message"]
+
+
+def test_unrecorded_keys_are_named_from_the_plan(tmp_path: Path) -> None:
+    from awm_runtime.scheduler._run import _unrecorded, judge_warnings
+
+    out = tmp_path / "run"
+    out.mkdir()
+    prep = prepared(out, MemoryWorld(3), StepPolicy())
+    (out / "episodes.jsonl").write_text(json.dumps({"arm": "main", "scenario": "mem", "task_idx": 1, "repeat": 0})
+                                        + "\n")
+    assert _unrecorded(out, prep, set()) == [("main", "mem", 0, 0), ("main", "mem", 2, 0)]
+    arms = {"a": {"judge_unclassified_share": 0.5}, "b": {"judge_unclassified_share": 0.1}, "c": {}}
+    warnings = judge_warnings({"arms": arms})
+    assert len(warnings) == 1 and warnings[0].startswith("arm a: the judge gave no classification for 50%")
