@@ -100,3 +100,16 @@ def test_a_second_unexecuted_call_is_counted_and_explained_and_goes_back_carriab
 def test_a_final_answer_with_a_lone_surrogate_is_kept_encodable() -> None:
     parsed = parse_reply("native", "done \ud800", None, TOOLS)
     assert parsed.action.text == "done \ufffd"  # type: ignore[union-attr]
+
+
+def test_the_flags_reach_the_run_config_and_the_chat_policy() -> None:
+    from awm_runtime._build import BuildContext
+    from awm_runtime.cli._run import _config, parser
+    from awm_runtime.models import load_registry
+    from awm_runtime.policies import build_chat_policy
+
+    config = _config(parser().parse_args(["--max-argument-bytes", "2048", "--group-attempts", "5"]))
+    assert (config.max_argument_bytes, config.group_attempts) == (2048, 5)
+    ctx = BuildContext(registry=load_registry(), options={"max_argument_bytes": config.max_argument_bytes})
+    policy = build_chat_policy("sim/oracle", ctx)
+    assert policy.speaker.limits.max_bytes == 2048
