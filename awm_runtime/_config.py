@@ -76,6 +76,10 @@ class RunConfig(BaseModel):
     advantage: Literal["zscore", "center"] = "zscore"
     on_format_error: Literal["continue", "end"] = "continue"
     tool_result_chars: int = Field(default=3000, ge=0)
+    # Issue 25: the largest tool-call arguments a policy may send (bigger is its format error), and how
+    # many times a GRPO group member is run in all when it keeps ending in an infrastructure error.
+    max_argument_bytes: int = Field(default=1 << 20, ge=1)
+    group_attempts: int = Field(default=3, ge=1)
     protocol: Literal["native", "awm", "hermes"] | None = None  # None: each policy alias's own protocol
     enable_thinking: bool | None = None  # None: the server's default (vLLM chat_template_kwargs)
     arms: tuple[ArmConfig, ...] = ()

@@ -11,7 +11,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 Role = Literal["system", "user", "assistant", "tool"]
 Source = Literal["policy", "world", "expert", "nudge", "system"]
-Outcome = Literal["complete", "incomplete", "format_error", "error"]
+# `unverified`: nothing judged the episode (no verifier, no --judge); it leaves the rates like `error`, but is no fault.
+Outcome = Literal["complete", "incomplete", "format_error", "error", "unverified"]
 FormatErrorKind = Literal[
     "invalid_json",
     "unclosed_tag",
@@ -21,6 +22,11 @@ FormatErrorKind = Literal[
     "empty_reply",
     "truncated",
     "multiple_calls",
+    # Arguments no wire can carry (policies/protocols/_carry.py), checked when the reply is parsed.
+    "unencodable_text",
+    "number_out_of_range",
+    "arguments_too_deep",
+    "arguments_too_large",
 ]
 FORMAT_ERROR_KINDS: tuple[str, ...] = FormatErrorKind.__args__  # type: ignore[attr-defined]
 VerdictResult = Literal[
@@ -30,13 +36,15 @@ VerdictResult = Literal[
     "verifier_raised",  # the verify function raised on the final DB (e.g. the agent dropped a table)
     "verifier_error",  # the sandbox could not run the verifier (timeout, killed, limits, server died)
     "judge_error",  # no verdict for a reason that is not the agent's: broken verifier code, a judge failure
+    "judge_unclassified",  # the SQL judge answered twice with no classification: the agent's incomplete
     "no_verifier",
     "not_run",
     "agent_error",  # SQL-judge labels of runs before the judge accepted only complete | incomplete
     "server_error",
 ]
-# Why an episode ended, one closed set (docs/runs.md, "Outcomes"). The first seven are the agent's
-# (or its arm's) doing; the rest are infrastructure and always come with `outcome: error`.
+# Why an episode ended, one closed set (docs/runs.md, "Outcomes"). The first eight are the agent's
+# (or its arm's) doing; `no_verifier` is no one's (`outcome: unverified`); the rest are infrastructure
+# and always come with `outcome: error`.
 EndReason = Literal[
     "final_answer",
     "max_turns",
@@ -45,6 +53,8 @@ EndReason = Literal[
     "content_filter",
     "format_error",
     "verifier_raised",
+    "judge_unclassified",  # the SQL judge's reply held no classification, twice: the agent's incomplete
+    "no_verifier",  # nothing could judge the episode: outcome `unverified`
     "model_error",
     "world_error",
     "verifier_error",
@@ -309,6 +319,7 @@ class EpisodeRecord(_Model):
     advantage: float | None = None
     group: GroupInfo | None = None
     worker: WorkerRef | None = None
+    replaced_chars: int = 0  # lone surrogates in the record's text written as U+FFFD (logs/_encodable.py)
     tools_id: str | None = None  # the tool set offered to the policy: a line of the run's tools.jsonl
     # Forks (docs/forks.md): where this episode was forked from, {run, episode_id, turn, mode, repeat, ...}.
     fork: dict[str, Any] | None = None

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from awm_runtime.policies._chat import ChatPolicy
 from awm_runtime.policies._human import HumanPolicy
 from awm_runtime.policies._replay import LoggedEpisode, ReplayPolicy, load_logged
+from awm_runtime.policies.protocols._carry import MAX_ARGUMENT_BYTES
 
 if TYPE_CHECKING:
     from awm_runtime._build import BuildContext
@@ -23,7 +24,8 @@ def _tool_result_chars(ctx: BuildContext) -> int:
 def build_chat_policy(alias: str, ctx: BuildContext) -> ChatPolicy:
     """Entry point `chat`: the model alias `alias` on the policy role."""
     return ChatPolicy(ctx.client(alias, "policy"), protocol=ctx.options.get("protocol"),
-                      tool_result_chars=_tool_result_chars(ctx), enable_thinking=ctx.options.get("enable_thinking"))
+                      tool_result_chars=_tool_result_chars(ctx), enable_thinking=ctx.options.get("enable_thinking"),
+                      max_argument_bytes=int(ctx.options.get("max_argument_bytes") or MAX_ARGUMENT_BYTES))
 
 
 def build_replay_policy(spec: str, ctx: BuildContext) -> ReplayPolicy:

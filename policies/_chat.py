@@ -10,6 +10,7 @@ from awm_runtime._interfaces import PolicyTurn
 from awm_runtime._types import Message, ModelRef, Source, Task, ToolSpec
 from awm_runtime.models import ModelClient
 from awm_runtime.policies.protocols import ToolProtocol
+from awm_runtime.policies.protocols._carry import MAX_ARGUMENT_BYTES, ArgumentLimits
 
 
 def join_reasoning(*parts: str | None) -> str | None:
@@ -24,10 +25,12 @@ class ChatPolicy:
     """
 
     def __init__(self, client: ModelClient, *, protocol: str | None = None, tool_result_chars: int = 3000,
-                 tool_result_role: str | None = None, enable_thinking: bool | None = None) -> None:
+                 tool_result_role: str | None = None, enable_thinking: bool | None = None,
+                 max_argument_bytes: int = MAX_ARGUMENT_BYTES) -> None:
         self.client = client
         self.speaker = ToolProtocol(protocol or client.config.protocol, tool_result_chars=tool_result_chars,
-                                    tool_result_role=tool_result_role or client.config.tool_result_role)
+                                    tool_result_role=tool_result_role or client.config.tool_result_role,
+                                    limits=ArgumentLimits(max_bytes=max_argument_bytes))
         self.enable_thinking = enable_thinking
 
     @property

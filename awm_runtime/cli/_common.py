@@ -10,6 +10,7 @@ from awm_runtime._errors import ConfigError
 
 EXIT_CONFIG = 2
 EXIT_INTERRUPTED = 130
+EXIT_UNRECORDED = 3  # the run finished, but planned episodes have no record (summary.json names them)
 
 
 def fail(message: str, prog: str) -> NoReturn:

@@ -70,10 +70,10 @@ def _lines(args: argparse.Namespace, stats: Any, rollouts: Callable[[dict[str, A
     rows = records(args.run, set(args.arms) if args.arms else None)
     if args.fmt == "sft":
         outcomes = {o.strip() for o in args.outcomes.split(",") if o.strip()}
-        unknown = outcomes - {"complete", "incomplete", "format_error", "error"}
+        unknown = outcomes - {"complete", "incomplete", "format_error", "error", "unverified"}
         if unknown:
             raise ConfigError(f"--outcomes: unknown outcome {sorted(unknown)[0]!r}; use complete, incomplete, "
-                              "format_error or error")
+                              "format_error, error or unverified")
         return sft(rows, stats, source, outcomes=outcomes)
     if args.fmt == "grpo":
         return grpo(rows, stats, source, rollouts)

@@ -12,7 +12,7 @@ from typing import Any
 
 from awm_runtime._config import build_run_config
 from awm_runtime._errors import ConfigError
-from awm_runtime.cli._common import EXIT_INTERRUPTED, guarded
+from awm_runtime.cli._common import EXIT_INTERRUPTED, EXIT_UNRECORDED, guarded
 from awm_runtime.models import load_toml
 
 DESCRIPTION = """Run concurrent agent episodes on AWM worlds and write a run directory.
@@ -66,11 +66,15 @@ def parser() -> argparse.ArgumentParser:
     a("--expert-ratio", metavar="k|adaptive",
       help="expert members per group: a count, a fraction, E:S such as 6:2, or adaptive (training wheels)")
     a("--advantage", choices=("zscore", "center"), help="group advantage: (r-mean)/std (default) or r-mean")
+    a("--group-attempts", type=_positive_int, metavar="N",
+      help="runs of a group member that keeps ending in an infrastructure error, with the same seed (default 3)")
     a("--on-format-error", choices=("continue", "end"), help="feed format errors back (continue) or end at -1")
     a("--protocol", choices=("native", "awm", "hermes"), help="tool-call protocol of the policy (default: its alias's)")
     a("--thinking", choices=("on", "off"), dest="enable_thinking", type=str.lower,
       help="Qwen3-style enable_thinking for the policy, sent as vLLM chat_template_kwargs (default: server's)")
     a("--tool-result-chars", type=int, metavar="N", help="cut tool results to N characters, 0 = never (default 3000)")
+    a("--max-argument-bytes", type=_positive_int, metavar="N",
+      help="larger tool-call arguments are the agent's format error arguments_too_large (default 1048576)")
     a("--arm", action="append", dest="arms", metavar="NAME:KEY=VAL,...",
       help="an arm of an A/B run, e.g. --arm solo:expert=none --arm asked:expert=sim/oracle (repeatable)")
     a("--seed", type=int, help="base seed; episode seeds derive from it and are shared across arms")
@@ -219,7 +223,8 @@ def main(argv: list[str] | None = None) -> int:
             for step in result.summary.get("groups", {}).get("steps", []):  # the GRPO curriculum, step by step
                 print(f"groups step {step['step']} ({step['arm']}): {step['phase'] or 'fixed'} "
                       f"{step['expert_members']}:{step['solo_members']} expert:solo, "
-                      f"format-error rate {step['format_error_rate']}", file=sys.stderr)
+                      f"format-error rate {step['format_error_rate']}, incomplete groups "
+                      f"{step['incomplete_groups']} of {step['groups']}", file=sys.stderr)
             sims = [a for a in result.summary["arms"].values() if a["simulated"]]
             if sims:
                 Console().print("[yellow]Simulated policy: these numbers exercise the runtime; "
@@ -228,11 +233,19 @@ def main(argv: list[str] | None = None) -> int:
             out = shlex.quote(str(result.out))
             print(f"report: awm-report {out} --html {shlex.quote(str(Path(result.out) / 'report.html'))}  ·  "
                   f"browse: awm-view {out}", file=sys.stderr)
+        for warning in result.summary.get("warnings", []):
+            print(f"awm-run: warning: {warning}", file=sys.stderr)
         if result.interrupted:
             print(f"awm-run: stopped early ({result.summary.get('stop_reason')}): {result.not_run} of "
                   f"{result.planned} episodes not run ({result.summary.get('cancelled', 0)} cancelled in flight); "
                   f"continue with: awm-run --out {result.out} --resume", file=sys.stderr)
             return EXIT_INTERRUPTED
+        if result.unrecorded:
+            shown = ", ".join("/".join(map(str, k)) for k in result.summary.get("unrecorded", [])[:5])
+            print(f"awm-run: {result.unrecorded} planned episode(s) were neither recorded nor cancelled ({shown}"
+                  f"{', ...' if result.unrecorded > 5 else ''}; summary.json lists them); see events.jsonl, then "
+                  f"continue with: awm-run --out {result.out} --resume", file=sys.stderr)
+            return EXIT_UNRECORDED
         return 0
 
     return guarded("awm-run", go)

@@ -1,7 +1,9 @@
 """Whose fault? The one mapping from how an episode ended to its `outcome` and `end_reason`.
 
 The agent (and its arm: its model, its expert) answers for the turn limit, the deadline, a context
-overflow, a content-filter refusal, format errors, and a final DB its verifier fails or raises on.
+overflow, a content-filter refusal, format errors, a final DB its verifier fails or raises on, and a
+judge its answer left without a classification (twice). An episode nothing could judge (no verifier,
+no --judge) is `unverified`: no one's fault, and out of the rates.
 Only what no agent could cause is `error`: an endpoint out of retries, a world worker that died or
 hung, a verifier the sandbox could not run, a verdict the dataset or the judge could not give, and
 our own (or a plug-in's) bugs. docs/runs.md ("Outcomes") is the table this code implements.
@@ -18,8 +20,7 @@ from awm_runtime._types import EndReason, ErrorInfo, Outcome, Verdict
 AGENT_MODEL_KINDS: dict[str, EndReason] = {"context": "context_overflow", "content_filter": "content_filter"}
 AGENT_ROLES = ("policy", "expert")
 # Verdicts that are no judgement of the agent's work.
-_VERDICT_ERRORS: dict[str, EndReason] = {"verifier_error": "verifier_error", "judge_error": "judge_error",
-                                         "no_verifier": "judge_error"}
+_VERDICT_ERRORS: dict[str, EndReason] = {"verifier_error": "verifier_error", "judge_error": "judge_error"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,10 +59,12 @@ def settle(ending: Ending, verdict: Verdict) -> tuple[Outcome, EndReason, ErrorI
         return "format_error", "format_error", None
     if verdict.result in _VERDICT_ERRORS:
         reason = _VERDICT_ERRORS[verdict.result]
-        cls = "VerifierError.no_verifier" if verdict.result == "no_verifier" else f"VerifierError.{verdict.result}"
-        return "error", reason, ErrorInfo(error_class=cls, message=verdict.error or verdict.result)
-    if verdict.result == "verifier_raised":
-        return "incomplete", "verifier_raised", None
+        return "error", reason, ErrorInfo(error_class=f"VerifierError.{verdict.result}",
+                                          message=verdict.error or verdict.result)
+    if verdict.result == "no_verifier":  # nothing could judge it: no one's fault, and no judgement either
+        return "unverified", "no_verifier", None
+    if verdict.result in ("verifier_raised", "judge_unclassified"):
+        return "incomplete", verdict.result, None
     if ending.reason in ("final_answer", "max_turns") and verdict.complete:
         return "complete", ending.reason, None
     return "incomplete", ending.reason, None

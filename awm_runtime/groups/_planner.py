@@ -66,7 +66,8 @@ class StepStats:
 
 @dataclass(slots=True)
 class Group:
-    """One task's group in one step: runs its members, re-runs infrastructure errors once, scores."""
+    """One task's group in one step: runs its members, re-runs a member that ended in an infrastructure
+    error (same spec, so the same seed; up to the planner's `attempts` runs in all), scores."""
 
     planner: GroupPlanner
     arm: str
@@ -92,18 +93,21 @@ class Group:
         return Unit(self.specs(), finalize=self.finalize, play=self.play)
 
     async def play(self, specs: list[EpisodeSpec], run_one: EpisodeRunner) -> list[EpisodeRecord]:
+        """Only `outcome: error` is re-run: every ending the agent caused stands (it is the agent's reward)."""
         records = list(await asyncio.gather(*(run_one(s) for s in specs)))
-        failed = [i for i, r in enumerate(records) if r.outcome == "error"]
-        if not failed:
-            return records
-        again = await asyncio.gather(*(run_one(specs[i]) for i in failed))  # run_one opens a fresh world
-        for i, record in zip(failed, again, strict=True):
-            old = records[i]
-            error = old.error.model_dump(by_alias=True) if old.error else None
-            self.retried[i] = {"episode_id": old.episode_id, "error": error}
-            log.info("group_member_retried", group_id=self.group_id, member=i, failed_episode_id=old.episode_id,
-                     error=error, retry_episode_id=record.episode_id, retry_outcome=record.outcome)
-            records[i] = record
+        for attempt in range(2, self.planner.attempts + 1):
+            failed = [i for i, r in enumerate(records) if r.outcome == "error"]
+            if not failed:
+                break
+            again = await asyncio.gather(*(run_one(specs[i]) for i in failed))  # run_one opens a fresh world
+            for i, record in zip(failed, again, strict=True):
+                old = records[i]
+                error = old.error.model_dump(by_alias=True) if old.error else None
+                self.retried[i] = {"episode_id": old.episode_id, "error": error, "attempt": attempt}
+                log.info("group_member_retried", group_id=self.group_id, member=i, failed_episode_id=old.episode_id,
+                         error=error, retry_episode_id=record.episode_id, retry_outcome=record.outcome,
+                         attempt=attempt)
+                records[i] = record
         return records
 
     def finalize(self, records: list[EpisodeRecord]) -> list[EpisodeRecord]:
@@ -130,7 +134,7 @@ class GroupPlanner:
     """Plans a run as GRPO groups (the scheduler's `Planner`)."""
 
     def __init__(self, tasks: Sequence[Task], arms: Mapping[str, bool], *, size: int, steps: int, ratio: Ratio,
-                 seed: int = 0, advantage: AdvantageMode = "zscore") -> None:
+                 seed: int = 0, advantage: AdvantageMode = "zscore", attempts: int = 3) -> None:
         self.tasks = list(tasks)
         self.arms = dict(arms)  # arm name -> has an expert
         self.size = size
@@ -138,6 +142,7 @@ class GroupPlanner:
         self.ratio = ratio
         self.seed = seed
         self.advantage: AdvantageMode = advantage
+        self.attempts = attempts  # runs of a member that keeps ending in an infrastructure error
         self._steps: dict[tuple[str, int], StepStats] = {}
 
     @classmethod
@@ -150,7 +155,7 @@ class GroupPlanner:
         if not any(arms.values()) and (ratio.adaptive or ratio.fixed):
             raise ConfigError(f"--expert-ratio {spec}: no arm has an expert; pass --expert ALIAS, or --expert-ratio 0")
         return cls(tasks, arms, size=config.group_size, steps=config.repeats, ratio=ratio, seed=config.seed,
-                   advantage=config.advantage)
+                   advantage=config.advantage, attempts=config.group_attempts)
 
     @property
     def planned(self) -> int:
@@ -216,4 +221,6 @@ class GroupPlanner:
     def summary(self) -> dict[str, Any]:
         steps = sorted(self._steps.values(), key=lambda s: (s.step, s.arm))
         return {"size": self.size, "expert_ratio": self.ratio.spec, "advantage": self.advantage,
+                "attempts": self.attempts, "groups": sum(len(s.groups) for s in steps),
+                "incomplete_groups": sum(len(s.incomplete) for s in steps),
                 "steps": [s.to_dict(self.size) for s in steps]}

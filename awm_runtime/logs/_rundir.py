@@ -15,9 +15,13 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+import structlog
 
 from awm_runtime._types import EpisodeRecord
+from awm_runtime.logs._encodable import dumps_encodable, encodable
 from awm_runtime.logs._redact import scrub_bytes
+
+log = structlog.get_logger("awm_runtime.logs")
 
 MANIFEST, EVENTS, EPISODES, SUMMARY = "manifest.json", "events.jsonl", "episodes.jsonl", "summary.json"
 TOOLS = "tools.jsonl"
@@ -26,7 +30,17 @@ EpisodeKey = tuple[str, str, int, int]
 
 
 def record_line(record: EpisodeRecord) -> bytes:
-    return orjson.dumps(record.model_dump(mode="json", by_alias=True)) + b"\n"
+    """One record as a line of episodes.jsonl. Text no writer can carry (a lone surrogate the agent
+    wrote, or an expert or judge echoed) is written as U+FFFD and counted in `replaced_chars`, so
+    a record is never lost to its own text."""
+    data = record.model_dump(mode="json", by_alias=True)
+    line, replaced = dumps_encodable(data)
+    if replaced:
+        record.replaced_chars = data["replaced_chars"] = replaced
+        line = orjson.dumps(encodable(data)[0])
+        log.warning("record_text_replaced", episode_id=record.episode_id, replaced_chars=replaced,
+                    note="lone UTF-16 surrogates in the record's text were written as U+FFFD")
+    return line + b"\n"
 
 
 class RunDirWriter:

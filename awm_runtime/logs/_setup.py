@@ -12,16 +12,26 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import IO, Any
 
-import orjson
 import structlog
 
+from awm_runtime.logs._encodable import dumps_encodable, encodable_text
 from awm_runtime.logs._redact import Redactor, scrub_bytes
 
 FLUSH_BYTES = 1 << 16
 
 
+def _text(value: Any) -> str:
+    return encodable_text(str(value))[0]
+
+
 def _orjson_dumps(event: Any, **_: Any) -> str:
-    return orjson.dumps(event, default=str).decode()
+    """One event as JSON. Text that is not UTF-8 (a lone surrogate from the agent) becomes U+FFFD, and the
+    event says how many (`replaced_chars`): an event is never lost to its own text."""
+    line, replaced = dumps_encodable(event, default=_text)
+    if replaced:
+        counted = {**event, "replaced_chars": replaced} if isinstance(event, dict) else event
+        line = dumps_encodable(counted, default=_text)[0]
+    return line.decode()
 
 
 class EventStream:

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from awm_runtime.logs._encodable import dumps_encodable
 from awm_runtime.models._exceptions import AttemptError
 from awm_runtime.models._local import stop_local_servers
 from awm_runtime.models._reply import ModelReply
@@ -41,7 +42,7 @@ async def _read_frame(reader: asyncio.StreamReader) -> Any:
 
 
 def _frame(payload: Any) -> bytes:
-    body = orjson.dumps(payload)
+    body, _ = dumps_encodable(payload)  # a lone surrogate from the agent travels as U+FFFD
     return _LEN.pack(len(body)) + body
 
 

@@ -9,11 +9,13 @@ event loop. This sends the body as given and reads the answer with the same `to_
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from typing import Any
 
 import orjson
 
+from awm_runtime.logs._encodable import dumps_encodable
 from awm_runtime.models._exceptions import AttemptError, kind_for_status, parse_retry_after
 from awm_runtime.models._reply import ModelReply, to_reply
 from awm_runtime.models._route import Route
@@ -70,7 +72,8 @@ class DirectHTTP:
         headers = {"Content-Type": "application/json"}
         if key:
             headers["Authorization"] = f"Bearer {key}"
-        body = orjson.dumps({"model": _served_name(route.model), "messages": messages, **params})
+        # Text the agent planted (a lone surrogate an expert echoed) goes out as U+FFFD, never as an error.
+        body, _ = dumps_encodable({"model": _served_name(route.model), "messages": messages, **params})
         url = f"{(route.api_base or '').rstrip('/')}/chat/completions"
         started = time.perf_counter()
         try:
@@ -87,9 +90,9 @@ class DirectHTTP:
             raise self._error(route, kind_for_status(status, text), f"HTTP {status}: {_message(text)}", key,
                               parse_retry_after(retry_after) if status == 429 else None)
         try:
-            data = orjson.loads(raw)
+            data = _loads(raw)
             return to_reply(_View(data), time.perf_counter() - started)
-        except (orjson.JSONDecodeError, AttributeError, IndexError, TypeError, KeyError) as exc:
+        except (ValueError, AttributeError, IndexError, TypeError, KeyError) as exc:
             # A 200 that is not a completion: a proxy glitch, worth another attempt.
             raise self._error(route, "server", f"malformed completion ({type(exc).__name__}): "
                                                f"{raw[:120].decode('utf-8', 'replace')}") from exc
@@ -102,6 +105,16 @@ class DirectHTTP:
         detail = redact(detail.splitlines()[0][:300] if detail else kind, (key,) if key else ())
         return AttemptError(f"{route.role} model {route.alias!r} failed ({kind}): {detail}", kind=kind,
                             role=route.role, alias=route.alias, retry_after_s=retry_after_s, detail=detail)
+
+
+def _loads(raw: bytes) -> Any:
+    """A completion body. orjson refuses a lone surrogate escape (`"\\ud800"`) that a model wrote or echoed;
+    Python's json reads it, as litellm's path does, and what the text then holds is the agent's to answer for
+    (the parser, the records and the next request each deal with it)."""
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return json.loads(raw)
 
 
 def _message(text: str) -> str:

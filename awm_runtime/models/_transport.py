@@ -6,6 +6,7 @@ import asyncio
 import time
 from typing import Any
 
+from awm_runtime.logs._encodable import encodable
 from awm_runtime.models._exceptions import to_attempt_error
 from awm_runtime.models._http import DIRECT_HTTP
 from awm_runtime.models._litellm import litellm
@@ -19,6 +20,7 @@ class InProcess:
     async def attempt(self, route: Route, messages: list[dict[str, Any]], params: dict[str, Any],
                       timeout_s: float) -> ModelReply:
         key = route.api_key()
+        messages = encodable(messages)[0]  # a lone surrogate from the agent goes out as U+FFFD
         started = time.perf_counter()
         try:
             # `_skip_mcp_handler`: litellm otherwise imports its MCP gateway on every call with tools, which

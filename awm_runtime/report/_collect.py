@@ -32,7 +32,7 @@ class Tally:
 
     def add(self, outcome: str, reward: float) -> None:
         self.episodes += 1
-        self.accountable += outcome != "error"
+        self.accountable += outcome not in ("error", "unverified")
         self.complete += outcome == "complete"
         self.reward_sum += reward
 
@@ -69,6 +69,8 @@ class Series:
     # GRPO groups: (step, phase, member kind) -> tally; member kind is "expert" or "solo"
     steps: dict[tuple[int, str, str], Tally] = field(default_factory=lambda: defaultdict(Tally))
     step_format_errors: Counter[int] = field(default_factory=Counter)
+    step_groups: dict[int, set[str]] = field(default_factory=lambda: defaultdict(set))
+    step_incomplete_groups: dict[int, set[str]] = field(default_factory=lambda: defaultdict(set))
 
     def add(self, r: dict[str, Any]) -> None:
         outcome = str(r.get("outcome", "error"))
@@ -101,6 +103,10 @@ class Series:
             kind = "expert" if group.get("with_expert", True) else "solo"
             self.steps[(step, str(group.get("phase") or "fixed"), kind)].add(outcome, reward)
             self.step_format_errors[step] += bool(sum(fe.values()))
+            gid = str(r.get("group_id") or "")
+            self.step_groups[step].add(gid)
+            if group.get("complete") is False:  # a member still failed for infrastructure after its re-runs
+                self.step_incomplete_groups[step].add(gid)
 
 
 def _next_action(message: dict[str, Any]) -> str:

@@ -198,6 +198,7 @@ def _distributions(runs: Sequence[RunData]) -> str:
     series = sec.all_series(runs)
     reasons = sorted({r for s in series for r in s.end_reasons})
     outcomes = ["complete", "incomplete", "format_error", "error"]
+    outcomes += ["unverified"] if any(s.outcomes.get("unverified") for s in series) else []
     body = table(["arm", *outcomes, *(f"end: {r}" for r in reasons)],
                  [[s.label, *(s.outcomes.get(o, 0) for o in outcomes), *(s.end_reasons.get(r, 0) for r in reasons)]
                   for s in series], table_id="table-outcomes")
@@ -229,9 +230,10 @@ def _groups(runs: Sequence[RunData]) -> str:
     if not rows:
         return ""
     body = table(["arm", "step", "phase", "episodes", "expert : solo members", "mean reward", "completion",
-                  "format-error rate"],
+                  "format-error rate", "incomplete groups"],
                  [[r["label"], r["step"], r["phase"], r["episodes"], f"{r['expert_members']} : {r['solo_members']}",
-                   sec.fmt_num(r["mean_reward"]), sec.fmt_pct(r["completion"]), sec.fmt_pct(r["format_error_rate"])]
+                   sec.fmt_num(r["mean_reward"]), sec.fmt_pct(r["completion"]), sec.fmt_pct(r["format_error_rate"]),
+                   f"{r['incomplete_groups']} of {r['groups']}"]
                   for r in rows], table_id="table-groups")
     return section("groups", "GRPO groups by step and phase", figure(
         "fig-groups", _plots.group_steps(sec.all_series(runs)), "GRPO group runs: reward and completion by step",

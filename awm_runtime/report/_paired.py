@@ -131,6 +131,8 @@ class PairedStats:
             if "error" in (out_a, out_b):
                 infra += 1
                 continue
+            if "unverified" in (out_a, out_b):  # nothing judged one side: no comparison, and no one's fault
+                continue
             win_a, win_b = out_a == "complete", out_b == "complete"
             both += win_a and win_b
             only_a += win_a and not win_b

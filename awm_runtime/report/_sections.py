@@ -218,6 +218,8 @@ def group_rows(runs: Sequence[RunData]) -> list[dict[str, Any]]:
                 "mean_reward": sum(t.reward_sum for t in cells.values()) / episodes if episodes else None,
                 "completion": sum(t.complete for t in cells.values()) / accountable if accountable else None,
                 "format_error_rate": s.step_format_errors[step] / episodes if episodes else None,
+                "groups": len(s.step_groups.get(step, ())),
+                "incomplete_groups": len(s.step_incomplete_groups.get(step, ())),
             })
     return rows
 

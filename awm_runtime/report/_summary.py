@@ -1,6 +1,7 @@
 """Streaming run statistics per arm: built record by record, never holding the run in memory.
 
-Rates and means are over the episodes the agent is accountable for (every outcome but `error`);
+Rates and means are over the episodes the agent is accountable for (every outcome but `error` and
+`unverified`, which nothing judged);
 `strict_completion_rate` also counts infrastructure errors as failures. Totals (tokens, cost,
 expert calls, format errors by kind) cover every episode.
 """
@@ -41,7 +42,7 @@ class ArmStats:
         self.policy = r["policy"]
         self.expert = r.get("expert")
         self.episodes += 1
-        accountable = r["outcome"] != "error"
+        accountable = r["outcome"] not in ("error", "unverified")
         self.outcomes[r["outcome"]] += 1
         self.end_reasons[r.get("end_reason") or "unknown"] += 1  # runs from before end_reason: unknown
         self.verdicts[r["verdict"]] += 1
@@ -64,8 +65,14 @@ class ArmStats:
 
     @property
     def accountable(self) -> int:
-        """Episodes the agent is accountable for: infrastructure errors are excluded."""
-        return self.episodes - self.outcomes["error"]
+        """Episodes the agent is accountable for: infrastructure errors and unverified episodes are excluded."""
+        return self.episodes - self.outcomes["error"] - self.outcomes["unverified"]
+
+    @property
+    def judge_unclassified_share(self) -> float | None:
+        """Of the episodes the SQL judge classified or failed to, the share it left without a classification."""
+        judged = sum(self.verdicts[v] for v in ("complete", "incomplete", "judge_unclassified"))
+        return self.verdicts["judge_unclassified"] / judged if judged else None
 
     @property
     def completion_rate(self) -> float:
@@ -76,6 +83,9 @@ class ArmStats:
         return {
             "arm": self.arm, "policy": self.policy, "expert": self.expert, "episodes": self.episodes,
             "accountable_episodes": self.accountable, "infra_errors": self.outcomes["error"],
+            "unverified": self.outcomes["unverified"],
+            **({"judge_unclassified_share": round(self.judge_unclassified_share or 0.0, 4)}
+               if self.verdicts["judge_unclassified"] else {}),
             "completion_rate": round(self.completion_rate, 4),
             "strict_completion_rate": round(self.outcomes["complete"] / max(self.episodes, 1), 4),
             "outcomes": dict(self.outcomes), "end_reasons": dict(self.end_reasons), "verdicts": dict(self.verdicts),

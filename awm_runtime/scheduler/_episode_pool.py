@@ -55,6 +55,7 @@ class EpisodePool:
         self.control = control
         self.in_flight = 0
         self.cancelled = 0  # episodes cancelled in flight (not recorded)
+        self.unrecorded: list[tuple[str, str, int, int]] = []  # finished, but no record could be written
         self._slots = asyncio.Semaphore(concurrency)
         # Episodes of an arm whose endpoint cannot serve `concurrency` at once wait here, before they start.
         self.gates = endpoint_gates(prep.harnesses, concurrency)
@@ -97,7 +98,40 @@ class EpisodePool:
                     log.warning("unit_lost", episodes=len(unit.specs), keys=[list(k) for k in unit.keys],
                                 error=str(exc))
                 continue
+            except Exception as exc:  # a bug guard: every record is made in `one`; nothing may end the worker
+                log.error("unit_failed", error_class=type(exc).__name__, error=str(exc), episodes=len(unit.specs))
+                records = [self._bare_error(s, exc, "UnitError", "the episode's unit failed") for s in unit.specs]
+            await self._finish(unit, records, done)
+
+    async def _finish(self, unit: Unit, records: list[EpisodeRecord], done: UnitDone) -> None:
+        """Hand a unit's records to `done`. If that fails (a record no writer could take), the unit is
+        recorded again as bare `error` records that say why; if even those fail, its keys are
+        `unrecorded` (the run then exits non-zero naming them). The worker goes on either way."""
+        try:
             await must_finish(done(unit, records))
+            return
+        except Exception as exc:
+            log.error("record_failed", error_class=type(exc).__name__, error=str(exc)[:500],
+                      keys=[list(r.key) for r in records])
+            bare = [self._bare_error(spec, exc, "RecordError", "the episode finished but its record could not be "
+                                     "written", failed=r) for spec, r in zip(unit.specs, records, strict=False)]
+        try:
+            await must_finish(done(unit, bare))
+        except Exception as exc:
+            self.unrecorded.extend(unit.keys)
+            log.error("episodes_unrecorded", error_class=type(exc).__name__, error=str(exc)[:500],
+                      keys=[list(k) for k in unit.keys])
+
+    def _bare_error(self, spec: EpisodeSpec, exc: BaseException, kind: str, why: str,
+                    failed: EpisodeRecord | None = None) -> EpisodeRecord:
+        """The `error` record of an episode whose own record could not be made or written."""
+        task = self._tasks[(spec.scenario, spec.task_idx)]
+        record = error_record(spec, task, self.prep.harness_for(spec), exc, run_id=self.run_id,
+                              episode_id=failed.episode_id if failed is not None else uuid.uuid4().hex[:16])
+        record.error = ErrorInfo(error_class=f"{kind}.{type(exc).__name__}", message=f"{why}: {exc}"[:2000])
+        record.end_reason = "runtime_error"
+        record.worker = self.worker
+        return record
 
     async def _run_unit(self, unit: Unit) -> list[EpisodeRecord]:
         if unit.play is not None:  # e.g. a group that re-runs a member that failed for infrastructure reasons

@@ -126,6 +126,7 @@ async def _prepare(config: RunConfig, registry: Any, world: RunWorld, check: boo
         if not tasks:
             raise ConfigError(f"--exclude-trivial: all {len(trivial)} selected tasks already pass with no actions")
     ctx = BuildContext(registry=registry, world=world, options={"tool_result_chars": config.tool_result_chars,
+                                                                "max_argument_bytes": config.max_argument_bytes,
                                                                 "judge": config.judge,
                                                                 "expert_criteria": config.expert_criteria})
     if config.judge and _judged_here(config, world):

@@ -62,6 +62,7 @@ class RunResult:
     skipped: int
     not_run: int = 0
     interrupted: bool = False
+    unrecorded: int = 0  # planned episodes neither recorded nor cancelled although the run was not stopped
 
 
 async def run(config: RunConfig, *, sinks: Sequence[Sink] = (), prepared: PreparedRun | None = None,
@@ -123,10 +124,18 @@ async def run(config: RunConfig, *, sinks: Sequence[Sink] = (), prepared: Prepar
     cluster: RayCluster | None = None
 
     tool_ids: set[str] = set()
+    handed: set[tuple[str, str, int, int]] = set()  # keys of the units planned so far (groups plan as they go)
+
+    def remember(units: Iterator[Unit]) -> Iterator[Unit]:
+        for u in units:
+            handed.update(u.keys)
+            yield u
 
     def write(fresh: list[EpisodeRecord]) -> None:
-        writer.add_tools(new_tool_sets(fresh, tool_ids))  # a set's line lands before any record naming it
+        sets = new_tool_sets(fresh, set(tool_ids))  # a set's line lands before any record naming it
+        writer.add_tools(sets)
         writer.append(b"".join(record_line(r) for r in fresh))
+        tool_ids.update(sets)  # only once written: a failed write leaves the set to the next record
 
     async def record(unit: Unit, records: list[EpisodeRecord]) -> None:
         fresh = [r for r in records if (r.arm, r.scenario, r.task_idx, r.repeat) not in done]
@@ -142,7 +151,7 @@ async def run(config: RunConfig, *, sinks: Sequence[Sink] = (), prepared: Prepar
             cluster = await RayCluster.start(config, prep, run_id, events, control, progress)
             shards = progress.shards
         for stage in prep.stages():  # a stage is planned only after the one before it has finished
-            units = (resumable(u, prep.resume_from) for u in stage if not all(k in done for k in u.keys))
+            units = remember(resumable(u, prep.resume_from) for u in stage if not all(k in done for k in u.keys))
             if cluster is not None:  # the driver plans, feeds and records; the actors run the episodes
                 outcome = await run_local(config, prep, run_id, [], units, control, progress, record,
                                           runner=cluster.run_episode)
@@ -168,6 +177,14 @@ async def run(config: RunConfig, *, sinks: Sequence[Sink] = (), prepared: Prepar
                    round(peak_rss_mib(), 1), **outcome, **progress.stats.to_dict(),
                    **({getattr(prep.planner, "summary_key", "groups"): prep.planner.summary()}
                       if prep.planner else {})}
+        warnings = judge_warnings(summary)
+        if warnings:
+            summary["warnings"] = warnings
+        if summary["not_run"] > 0 and not control.stop_requested:
+            missing = await must_finish(asyncio.to_thread(_unrecorded, out, prep, handed))
+            summary.update(unrecorded_count=len(missing), unrecorded=[list(k) for k in missing[:UNRECORDED_SHOWN]])
+            log.error("episodes_unrecorded", count=len(missing), keys=summary["unrecorded"],
+                      note="planned episodes that were neither recorded nor cancelled; --resume runs them")
         writer.write_json(SUMMARY, summary)
         log.info("run_finished", run_id=run_id, episodes=progress.stats.episodes, recorded=progress.recorded,
                  not_run=summary["not_run"], cancelled=progress.cancelled, interrupted=control.stop_requested,
@@ -178,7 +195,33 @@ async def run(config: RunConfig, *, sinks: Sequence[Sink] = (), prepared: Prepar
         await must_finish(prep.world.aclose())
         await must_finish(shutdown())
     return RunResult(run_id, out, summary, prep.planned, progress.recorded, len(done), summary["not_run"],
-                     control.stop_requested)
+                     control.stop_requested, int(summary.get("unrecorded_count", 0)))
+
+
+EpisodeKey = tuple[str, str, int, int]
+UNRECORDED_SHOWN = 100
+UNCLASSIFIED_WARN_SHARE = 0.10
+
+
+def judge_warnings(summary: dict[str, Any]) -> list[str]:
+    """A warning per arm whose SQL judge left more than 10% of its episodes unclassified: those are the
+    agent's `incomplete` (judge_unclassified), so a broken judge must still show."""
+    out = []
+    for name, arm in (summary.get("arms") or {}).items():
+        share = arm.get("judge_unclassified_share")
+        if share is not None and share > UNCLASSIFIED_WARN_SHARE:
+            out.append(f"arm {name}: the judge gave no classification for {share:.0%} of its judged episodes "
+                       f"(end_reason judge_unclassified, counted as incomplete); check the judge model")
+            log.warning("judge_unclassified_share_high", arm=name, share=share, threshold=UNCLASSIFIED_WARN_SHARE)
+    return out
+
+
+def _unrecorded(out: Path, prep: PreparedRun, handed: set[EpisodeKey]) -> list[EpisodeKey]:
+    """The planned keys episodes.jsonl lacks (read back only when the counts say some are missing). Groups
+    are planned stage by stage, so for them the keys are those of the units planned so far."""
+    recorded = {(r["arm"], r["scenario"], int(r["task_idx"]), int(r["repeat"])) for r in iter_records(out)}
+    planned = handed if prep.planner is not None else (s.key for s in prep.specs())
+    return sorted(k for k in planned if k not in recorded)
 
 
 async def run_local(config: RunConfig, prep: PreparedRun, run_id: str, sinks: Sequence[Sink],

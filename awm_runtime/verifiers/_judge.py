@@ -5,8 +5,10 @@ row's `raw_response`, then the episode's data (trajectory, final answer, evidenc
 document fenced by marker lines that carry a random token drawn per call: the agent wrote much of
 that data, so it can neither predict the fence nor close it (JSON escaping keeps its text on the
 data's lines). The judge may answer only `complete` or `incomplete`; a reply that names anything
-else is not a pass, it is `incomplete`. Only a failed call or a reply without a classification is
-a `judge_error`.
+else is not a pass, it is `incomplete`. The agent wrote the data, so what it can do to the judge is
+the agent's: the final answer is clipped to FINAL_ANSWER_CHARS (with a marker, as the trajectory is),
+and a reply without a classification is asked for once more, then is `judge_unclassified` (the
+agent's incomplete). Only a call that failed after the model layer's retries is a `judge_error`.
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ _THINK = re.compile(r"<think>.*?</think>", re.S)
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.S)
 EVIDENCE_CHARS = 12000
 TRAJECTORY_CHARS = 24000
+FINAL_ANSWER_CHARS = 8000  # with the trajectory and evidence budgets, the judge's data stays near 11k tokens
+JUDGE_ATTEMPTS = 2  # a reply without a classification is asked for once more
 DETAIL_EVIDENCE_CHARS = 8000
 
 
@@ -192,6 +196,17 @@ def fenced_data(data: dict[str, Any]) -> tuple[str, str]:
             return boundary, document
 
 
+def _add_usage(detail: dict[str, Any], usage: Usage) -> None:
+    """Sum the judge's usage over its attempts."""
+    held = detail.get("judge_usage")
+    if held is None:
+        detail["judge_usage"] = usage.model_dump()
+        return
+    for k, v in usage.model_dump().items():
+        if isinstance(v, int | float) and isinstance(held.get(k), int | float):
+            held[k] += v
+
+
 class Judge:
     """Classifies one finished episode from the evidence its SQL-mode verifier gathered."""
 
@@ -203,7 +218,7 @@ class Judge:
                        final_answer: str) -> Verdict:
         started = time.perf_counter()
         boundary, document = fenced_data({"trajectory": trajectory_entries(messages) or "(the agent took no actions)",
-                                          "final_answer": final_answer or "(none)",
+                                          "final_answer": _clip(final_answer, FINAL_ANSWER_CHARS) or "(none)",
                                           "evidence": _evidence_value(evidence)})
         prompt = [
             {"role": "system", "content": render("judge_system.md")},
@@ -212,20 +227,26 @@ class Judge:
         ]
         detail: dict[str, Any] = {"judge": self.name, "evidence": _clip(_evidence_text(evidence),
                                                                        DETAIL_EVIDENCE_CHARS)}
-        try:
-            reply = await self.client.complete(prompt)
-        except AwmError as exc:
-            return Verdict(result="judge_error", mode="sql", detail=detail, error=f"judge call failed: {exc}",
-                           elapsed_ms=(time.perf_counter() - started) * 1000)
-        usage = getattr(reply, "usage", None)
-        if isinstance(usage, Usage):
-            detail["judge_usage"] = usage.model_dump()
+        parsed = None
+        for attempt in range(1, JUDGE_ATTEMPTS + 1):
+            try:
+                reply = await self.client.complete(prompt)
+            except AwmError as exc:
+                return Verdict(result="judge_error", mode="sql", detail=detail, error=f"judge call failed: {exc}",
+                               elapsed_ms=(time.perf_counter() - started) * 1000)
+            usage = getattr(reply, "usage", None)
+            if isinstance(usage, Usage):
+                _add_usage(detail, usage)
+            parsed = parse_judgement(getattr(reply, "content", None))
+            if parsed is not None:
+                break
+            detail["judge_attempts"] = attempt
         elapsed = (time.perf_counter() - started) * 1000
-        parsed = parse_judgement(getattr(reply, "content", None))
         if parsed is None:
             raw = (getattr(reply, "content", None) or "")[:300]
-            return Verdict(result="judge_error", mode="sql", detail=detail, elapsed_ms=elapsed,
-                           error=f"judge reply has no usable classification: {raw!r}")
+            detail["judge_reply"] = raw
+            return Verdict(result="judge_unclassified", mode="sql", detail=detail, elapsed_ms=elapsed,
+                           error=f"the judge's reply had no classification, {JUDGE_ATTEMPTS} times: {raw!r}")
         label, reason, said = parsed
         detail.update(classification=label, reason=reason)
         if said != label:

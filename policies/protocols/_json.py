@@ -84,6 +84,8 @@ def loads_lenient(text: str) -> Any:
         return json.loads(text, strict=False)
     except json.JSONDecodeError:
         pass
+    except RecursionError:  # nested past Python's stack: no call is written like that on purpose
+        raise ValueError("not valid JSON: nested too deep") from None
     try:
         return _jsonable(ast.literal_eval(_pythonish(text)))
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
@@ -104,7 +106,7 @@ def loads_call(text: str) -> tuple[Any, bool]:
     stripped = text.lstrip()
     try:
         value, end = _DECODER.raw_decode(stripped)
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):
         raise ValueError("not valid JSON") from None
     rest = stripped[end:].strip()
     # Stray closers or prose after a complete object leave the call unambiguous.

@@ -19,12 +19,14 @@ from __future__ import annotations
 import contextlib
 import difflib
 import re
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from awm_runtime._interfaces import Action, CallTool, FinalAnswer, ListTools, Malformed
 from awm_runtime._types import ToolCall
+from awm_runtime.logs._encodable import encodable_text
+from awm_runtime.policies.protocols._carry import DEFAULT_LIMITS, ArgumentLimits, argument_problem
 from awm_runtime.policies.protocols._json import loads_call, loads_lenient, unfence
 
 _OPEN_THINK, _CLOSE_THINK = "<think>", "</think>"
@@ -139,9 +141,12 @@ def decode_arguments(raw: Any, where: str) -> dict[str, Any] | Malformed:
     return raw
 
 
-def check_call(call_id: str, name: Any, raw_args: Any, tool_names: Collection[str]) -> Action:
+def check_call(call_id: str, name: Any, raw_args: Any, tool_names: Collection[str],
+               limits: ArgumentLimits = DEFAULT_LIMITS) -> Action:
     """Validate one decoded call against the offered tools. Argument *values* are the world's
-    business: a missing or mistyped argument comes back from the world as a tool error."""
+    business (a missing or mistyped argument comes back from the world as a tool error), except what
+    no wire can carry (policies/protocols/_carry.py). `tool_names` may map each name to its input
+    schema, whose integer bounds then apply."""
     if not isinstance(name, str) or not name.strip():
         return Malformed("missing_name", "the tool call has no tool name")
     name = name.strip()
@@ -154,7 +159,22 @@ def check_call(call_id: str, name: Any, raw_args: Any, tool_names: Collection[st
     args = decode_arguments(raw_args, name)
     if isinstance(args, Malformed):
         return args
+    schema = tool_names.get(name) if isinstance(tool_names, Mapping) else None
+    problem = argument_problem(args, name, limits, schema)
+    if problem is not None:
+        return problem
     return CallTool(ToolCall(id=call_id, name=name, arguments=args))
+
+
+def unexecuted_problem(call: dict[str, Any], limits: ArgumentLimits = DEFAULT_LIMITS) -> Malformed | None:
+    """Why a further (never executed) native call of a reply could not be carried either, if it could not."""
+    held = call.get("function")
+    fn: dict[str, Any] = held if isinstance(held, dict) else {}
+    name = encodable_text(fn["name"])[0] if isinstance(fn.get("name"), str) else "the next call"
+    args = decode_arguments(fn.get("arguments"), name)
+    if isinstance(args, Malformed):
+        return None  # malformed but plain text: carried as it is, and never run
+    return argument_problem(args, name, limits)
 
 
 def _call_parts(data: Any) -> tuple[Any, Any] | None:
@@ -167,7 +187,7 @@ def _call_parts(data: Any) -> tuple[Any, Any] | None:
 
 
 def _decide(data: Any, warnings: tuple[str, ...], tool_names: Collection[str], call_id: str,
-            unwrap: Unwrap | None) -> tuple[Action, tuple[str, ...]]:
+            unwrap: Unwrap | None, limits: ArgumentLimits) -> tuple[Action, tuple[str, ...]]:
     if isinstance(data, list):
         if not data:
             return Malformed("missing_name", "the tool call is an empty list"), warnings
@@ -184,7 +204,7 @@ def _decide(data: Any, warnings: tuple[str, ...], tool_names: Collection[str], c
         if not isinstance(mapped, tuple):
             return mapped, warnings
         name, args = mapped
-    return check_call(call_id, name, args, tool_names), warnings
+    return check_call(call_id, name, args, tool_names, limits), warnings
 
 
 def _bare_call(visible: str, tool_names: Collection[str], meta: Collection[str]) -> bool:
@@ -211,7 +231,7 @@ def _bare_call(visible: str, tool_names: Collection[str], meta: Collection[str])
 
 
 def _from_tags(visible: str, think: _Think, tool_names: Collection[str], call_id: str, unwrap: Unwrap | None,
-               finish_reason: str | None) -> Parsed:
+               finish_reason: str | None, limits: ArgumentLimits) -> Parsed:
     """The first <tool_call>…</tool_call> of the visible reply is the action."""
     opens = list(_OPEN.finditer(visible))
     if not opens:
@@ -235,17 +255,23 @@ def _from_tags(visible: str, think: _Think, tool_names: Collection[str], call_id
                       warnings, think.reasoning)
     if more and "multiple_calls" not in warnings:
         warnings = (*warnings, "multiple_calls")
-    action, warnings = _decide(data, warnings, tool_names, call_id, unwrap)
+    action, warnings = _decide(data, warnings, tool_names, call_id, unwrap, limits)
     return Parsed(action, warnings, think.reasoning)
 
 
 def _from_calls(calls: list[dict[str, Any]], think: _Think, tool_names: Collection[str], call_id: str,
-                unwrap: Unwrap | None, finish_reason: str | None) -> Parsed:
-    """The first entry of OpenAI `tool_calls` is the action."""
+                unwrap: Unwrap | None, finish_reason: str | None, limits: ArgumentLimits) -> Parsed:
+    """The first entry of OpenAI `tool_calls` is the action. The others are not run, but go back on
+    the wire with the reply: arguments no wire can carry are counted there too (the agent is told
+    in that call's tool result)."""
     fn = calls[0].get("function") or {}
     warnings: tuple[str, ...] = ("multiple_calls",) if len(calls) > 1 else ()
+    for extra in calls[1:]:
+        problem = unexecuted_problem(extra, limits)
+        if problem is not None:
+            warnings = (*warnings, problem.kind)
     data = {"name": fn.get("name"), "arguments": fn.get("arguments")}
-    action, warnings = _decide(data, warnings, tool_names, calls[0].get("id") or call_id, unwrap)
+    action, warnings = _decide(data, warnings, tool_names, calls[0].get("id") or call_id, unwrap, limits)
     if finish_reason == "length" and isinstance(action, Malformed) and action.kind == "invalid_json":
         action = Malformed("truncated", "the reply hit max_tokens inside the call's arguments")
     return Parsed(action, warnings, think.reasoning)
@@ -262,24 +288,26 @@ class _Rules:
 
 
 def _parse(rules: _Rules, content: str | None, tool_calls: list[dict[str, Any]] | None,
-           tool_names: Collection[str], call_id: str, finish_reason: str | None, separated: str | None) -> Parsed:
+           tool_names: Collection[str], call_id: str, finish_reason: str | None, separated: str | None,
+           limits: ArgumentLimits = DEFAULT_LIMITS) -> Parsed:
     think = _split_think(content or "")
     visible = think.visible
     calls = [c for c in tool_calls or [] if isinstance(c, dict)]
     tagged = bool(_OPEN.search(visible) or _CLOSE.search(visible))
     if calls and (rules.prefer_calls or not tagged):
-        return _from_calls(calls, think, tool_names, call_id, rules.unwrap, finish_reason)
+        return _from_calls(calls, think, tool_names, call_id, rules.unwrap, finish_reason, limits)
     if not visible:
         return Parsed(_empty(think, finish_reason, separated), reasoning=think.reasoning)
     if tagged:
-        return _from_tags(visible, think, tool_names, call_id, rules.unwrap, finish_reason)
+        return _from_tags(visible, think, tool_names, call_id, rules.unwrap, finish_reason, limits)
     if _bare_call(visible, tool_names, rules.meta):
         return Parsed(Malformed("schema_violation", f"the tool call is bare JSON; put it {rules.envelope}"),
                       reasoning=think.reasoning)
     if finish_reason == "length":  # a cut-off answer is not the answer the model meant to give
         return Parsed(Malformed("truncated", "the reply hit max_tokens before it ended, so it is neither a "
                                              "complete answer nor a tool call"), reasoning=think.reasoning)
-    return Parsed(FinalAnswer(visible), reasoning=think.reasoning)
+    # The answer goes to the verifier, a judge and the record: a lone surrogate in it is written as U+FFFD.
+    return Parsed(FinalAnswer(encodable_text(visible)[0]), reasoning=think.reasoning)
 
 
 # Native: `tool_calls` hold the action. Hermes tags in content are accepted too: an open model
@@ -291,14 +319,15 @@ _HERMES = _Rules(prefer_calls=False, envelope="inside <tool_call></tool_call> ta
 
 
 def parse_native(content: str | None, tool_calls: list[dict[str, Any]] | None, tool_names: Collection[str], *,
-                 call_id: str = "call_0", finish_reason: str | None = None, reasoning: str | None = None) -> Parsed:
-    return _parse(_NATIVE, content, tool_calls, tool_names, call_id, finish_reason, reasoning)
+                 call_id: str = "call_0", finish_reason: str | None = None, reasoning: str | None = None,
+                 limits: ArgumentLimits = DEFAULT_LIMITS) -> Parsed:
+    return _parse(_NATIVE, content, tool_calls, tool_names, call_id, finish_reason, reasoning, limits)
 
 
 def parse_hermes(content: str | None, tool_names: Collection[str], *, call_id: str,
                  tool_calls: list[dict[str, Any]] | None = None, finish_reason: str | None = None,
-                 reasoning: str | None = None) -> Parsed:
-    return _parse(_HERMES, content, tool_calls, tool_names, call_id, finish_reason, reasoning)
+                 reasoning: str | None = None, limits: ArgumentLimits = DEFAULT_LIMITS) -> Parsed:
+    return _parse(_HERMES, content, tool_calls, tool_names, call_id, finish_reason, reasoning, limits)
 
 
 AWM_META = ("list_tools", "call_tool")
@@ -327,5 +356,5 @@ _AWM = _Rules(prefer_calls=False, envelope="inside <tool_call></tool_call> tags"
 
 def parse_awm(content: str | None, tool_names: Collection[str], *, call_id: str,
               tool_calls: list[dict[str, Any]] | None = None, finish_reason: str | None = None,
-              reasoning: str | None = None) -> Parsed:
-    return _parse(_AWM, content, tool_calls, tool_names, call_id, finish_reason, reasoning)
+              reasoning: str | None = None, limits: ArgumentLimits = DEFAULT_LIMITS) -> Parsed:
+    return _parse(_AWM, content, tool_calls, tool_names, call_id, finish_reason, reasoning, limits)

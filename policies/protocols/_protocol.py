@@ -14,8 +14,10 @@ from awm_runtime._errors import ConfigError
 from awm_runtime._interfaces import CallTool, ListTools, Malformed, PolicyTurn
 from awm_runtime._prompts import render
 from awm_runtime._types import Message, Source, Task, ToolSpec
+from awm_runtime.logs._encodable import encodable_text
+from awm_runtime.policies.protocols._carry import DEFAULT_LIMITS, ArgumentLimits
 from awm_runtime.policies.protocols._json import loads_lenient
-from awm_runtime.policies.protocols._parse import Parsed, parse_awm, parse_hermes, parse_native
+from awm_runtime.policies.protocols._parse import Parsed, parse_awm, parse_hermes, parse_native, unexecuted_problem
 
 PROTOCOLS: tuple[str, ...] = ("native", "awm", "hermes")
 
@@ -29,7 +31,7 @@ def truncate(text: str, limit: int) -> str:
 
 def parse_reply(protocol: str, content: str | None, tool_calls: list[dict[str, Any]] | None,
                 tool_names: Collection[str], *, call_id: str = "call_0", finish_reason: str | None = None,
-                reasoning: str | None = None) -> Parsed:
+                reasoning: str | None = None, limits: ArgumentLimits = DEFAULT_LIMITS) -> Parsed:
     """Parse one model reply in `protocol`. The single entry point for episodes and exports.
 
     `call_id` names the call for text protocols (native calls carry their own id); the chat
@@ -37,9 +39,11 @@ def parse_reply(protocol: str, content: str | None, tool_calls: list[dict[str, A
     a reply cut off at max_tokens (`length`) that is not a complete call is `truncated`. Policy
     messages record it, so an export re-parsing a recorded message (content, tool_calls and
     finish_reason) gets the same action the episode got. `reasoning` (what the server already
-    separated from the content) only sharpens an error's detail.
+    separated from the content) only sharpens an error's detail. `limits` bound each call's arguments
+    (size, depth); `tool_names` may map names to input schemas, whose integer bounds then apply.
     """
-    kw: dict[str, Any] = {"call_id": call_id, "finish_reason": finish_reason, "reasoning": reasoning}
+    kw: dict[str, Any] = {"call_id": call_id, "finish_reason": finish_reason, "reasoning": reasoning,
+                          "limits": limits}
     if protocol == "native":
         return parse_native(content, tool_calls or [], tool_names, **kw)
     if protocol == "awm":
@@ -59,18 +63,25 @@ def system_prompt(protocol: str, tools: Sequence[ToolSpec], *, scenario: str) ->
     return render("policy_native.md", scenario=scenario)
 
 
-def _wire_call(call: dict[str, Any]) -> dict[str, Any]:
+UNPARSED_CHARS = 2000  # what goes back on the wire of arguments that could not be used
+
+
+def _wire_call(call: dict[str, Any], limits: ArgumentLimits = DEFAULT_LIMITS) -> dict[str, Any]:
     """A recorded call made safe to send back: `arguments` a JSON-object string. vLLM json.loads
     every earlier call's arguments and fails the whole request on one bad string, which would
-    turn the model's format error into an infrastructure error on the next turn."""
+    turn the model's format error into an infrastructure error on the next turn. Inside that string
+    depth and number sizes do not matter; arguments over the size limit go back clipped, and a lone
+    surrogate as U+FFFD (checks that cost nothing on plain ASCII: this runs for every call, every turn)."""
     fn = dict(call.get("function") or {})
     raw = fn.get("arguments")
     try:
         value = loads_lenient(raw) if isinstance(raw, str) and raw.strip() else (raw or {})
     except ValueError:
         value = None
-    fn["arguments"] = json.dumps(value if isinstance(value, dict) else {"unparsed_arguments": raw},
-                                 ensure_ascii=False)
+    text = raw if isinstance(raw, str) else str(raw)
+    if not isinstance(value, dict) or len(text) > limits.max_bytes:
+        value = {"unparsed_arguments": truncate(encodable_text(text)[0], UNPARSED_CHARS)}
+    fn["arguments"] = encodable_text(json.dumps(value, ensure_ascii=False))[0]
     fn["name"] = fn.get("name") or ""
     return {**call, "type": "function", "function": fn}
 
@@ -78,7 +89,8 @@ def _wire_call(call: dict[str, Any]) -> dict[str, Any]:
 class ToolProtocol:
     """How one protocol opens an episode, reads a reply, and shows a result. Holds no episode state."""
 
-    def __init__(self, name: str, *, tool_result_chars: int = 3000, tool_result_role: str | None = None) -> None:
+    def __init__(self, name: str, *, tool_result_chars: int = 3000, tool_result_role: str | None = None,
+                 limits: ArgumentLimits = DEFAULT_LIMITS) -> None:
         if name not in PROTOCOLS:
             raise ConfigError(f"unknown tool-call protocol {name!r}; choose one of: {', '.join(PROTOCOLS)}")
         if tool_result_role not in (None, "tool", "user"):
@@ -86,7 +98,9 @@ class ToolProtocol:
         self.name = name
         self.tool_result_chars = tool_result_chars
         self.tool_result_role = tool_result_role or ("tool" if name == "native" else "user")
+        self.limits = limits
         self._native: dict[tuple[int, ...], tuple[tuple[ToolSpec, ...], list[dict[str, Any]]]] = {}
+        self._schema_maps: dict[tuple[int, ...], tuple[tuple[ToolSpec, ...], dict[str, Any]]] = {}
 
     def begin(self, task: Task, tools: Sequence[ToolSpec]) -> list[Message]:
         system = system_prompt(self.name, tools, scenario=task.scenario_title or task.scenario)
@@ -112,8 +126,18 @@ class ToolProtocol:
 
     def parse(self, content: str | None, tool_calls: list[dict[str, Any]] | None, tools: Sequence[ToolSpec], *,
               call_id: str, finish_reason: str | None = None, reasoning: str | None = None) -> Parsed:
-        return parse_reply(self.name, content, tool_calls, {t.name for t in tools}, call_id=call_id,
-                           finish_reason=finish_reason, reasoning=reasoning)
+        return parse_reply(self.name, content, tool_calls, self._schemas(tools), call_id=call_id,
+                           finish_reason=finish_reason, reasoning=reasoning, limits=self.limits)
+
+    def _schemas(self, tools: Sequence[ToolSpec]) -> dict[str, Any]:
+        """name -> input schema of `tools`, built once per tool set (as `native_tools`)."""
+        key = tuple(map(id, tools))
+        held = self._schema_maps.get(key)
+        if held is None:  # the value holds the specs, so their ids cannot be reused while cached
+            if len(self._schema_maps) >= 1024:
+                self._schema_maps.clear()
+            held = self._schema_maps[key] = (tuple(tools), {t.name: t.input_schema for t in tools})
+        return held[1]
 
     def wire(self, messages: Sequence[Message]) -> list[dict[str, Any]]:
         """The transcript as the model is sent it (OpenAI chat format)."""
@@ -121,7 +145,7 @@ class ToolProtocol:
         for m in messages:
             d = m.to_openai()
             if d.get("tool_calls"):
-                d["tool_calls"] = [_wire_call(c) for c in d["tool_calls"]]
+                d["tool_calls"] = [_wire_call(c, self.limits) for c in d["tool_calls"]]
             out.append(d)
         return out
 
@@ -134,7 +158,7 @@ class ToolProtocol:
         if calls:  # every call id on the wire must be answered by a tool message, whatever the protocol
             first = Message(role="tool", content=text, source=source, tool_call_id=calls[0].get("id"),
                             name=(calls[0].get("function") or {}).get("name"))
-            skipped = [Message(role="tool", content=render("call_not_executed.md"), source="system",
+            skipped = [Message(role="tool", content=self._not_executed(c), source="system",
                                tool_call_id=c.get("id"), name=(c.get("function") or {}).get("name"))
                        for c in calls[1:]]
             return [first, *skipped]
@@ -147,6 +171,14 @@ class ToolProtocol:
             return [Message(role="user", content=render("tool_response.md", result=text), source=source)]
         name = action.call.name if isinstance(action, CallTool) else "list_tools"
         return [Message(role="tool", content=text, source=source, name=name)]
+
+    def _not_executed(self, call: dict[str, Any]) -> str:
+        """The tool result of a further call of a reply: not run, and why its arguments could not be either."""
+        text = render("call_not_executed.md")
+        problem = unexecuted_problem(call, self.limits)
+        if problem is None:
+            return text
+        return f"{text}\n{render('call_not_carried.md', kind=problem.kind, detail=problem.detail)}"
 
     def render_call(self, name: str, arguments: dict[str, Any],
                     call_id: str) -> tuple[str | None, list[dict[str, Any]]]:

@@ -123,8 +123,12 @@ def test_the_oracle_completes_tasks_over_mcp_stdio(tmp_path: Path) -> None:
                    "--expert", "none", "--out", str(out), "--quiet")
     assert proc.returncode == 0, proc.stderr
     recs = records(out)
-    # No verifier and no judge: nothing can score these episodes, so they leave the statistics (error/judge_error).
-    assert len(recs) == 3 and all(r["verdict"] == "no_verifier" and r["end_reason"] == "judge_error" for r in recs)
+    # No verifier and no judge: nothing can score these episodes. They are `unverified`: no one's fault, never an
+    # error, and out of the rates; the summary counts them.
+    assert len(recs) == 3 and all((r["outcome"], r["verdict"], r["end_reason"], r["error"]) ==
+                                  ("unverified", "no_verifier", "no_verifier", None) for r in recs)
+    arm = json.loads((out / "summary.json").read_text())["arms"]["main"]
+    assert (arm["unverified"], arm["infra_errors"], arm["accountable_episodes"]) == (3, 0, 0)
     assert all(r["tool_calls"] == len(SOLUTIONS[r["task"]].steps) and r["tool_errors"] == 0 for r in recs)
 
 

@@ -162,7 +162,7 @@ def test_every_exception_has_one_owner(exc: Exception, reason: str, infra: bool)
     ("complete", "complete", "final_answer"), ("others", "incomplete", "final_answer"),
     ("incomplete", "incomplete", "final_answer"), ("verifier_raised", "incomplete", "verifier_raised"),
     ("verifier_error", "error", "verifier_error"), ("judge_error", "error", "judge_error"),
-    ("no_verifier", "error", "judge_error"),
+    ("no_verifier", "unverified", "no_verifier"), ("judge_unclassified", "incomplete", "judge_unclassified"),
 ])
 def test_every_verdict_has_one_owner(result: str, outcome: str, reason: str) -> None:
     got = settle(Ending("final_answer"), Verdict(result=result))  # type: ignore[arg-type]

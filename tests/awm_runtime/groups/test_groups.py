@@ -133,6 +133,7 @@ class FlakyPolicy(ScriptedPolicy):
         super().__init__([""])
         self.ctx, self.fail_once, self.fail_always, self.failed = ctx, fail_once, fail_always, set[int]()
         self.plans: dict[str, list[Any]] = {}
+        self.seeds_seen: list[int] = []  # the seed of each episode run (its first act)
 
     def begin(self, task: Task, tools: Sequence[ToolSpec]) -> list[Message]:
         sol = self.ctx.solution(task)
@@ -140,6 +141,8 @@ class FlakyPolicy(ScriptedPolicy):
         return [Message(role="user", content=task.text, source="system")]
 
     async def act(self, messages: Sequence[Message], tools: Sequence[ToolSpec], *, seed: int = 0) -> PolicyTurn:
+        if not any(m.source == "policy" for m in messages):
+            self.seeds_seen.append(seed)
         if seed in self.fail_always or (seed in self.fail_once and seed not in self.failed):
             self.failed.add(seed)
             raise RuntimeError(f"endpoint fell over (seed {seed})")
@@ -260,7 +263,9 @@ async def test_failed_member_is_rerun_with_a_fresh_world_and_a_second_failure_ma
     assert all(not m["group"]["complete"] and m["advantage"] is None for m in by_task[1])
     assert next(m for m in by_task[1] if m["repeat"] == 0)["outcome"] == "error"
     assert result.summary["groups"]["steps"][0]["incomplete_groups"] == 1
-    assert [e["member"] for e in events(out, "group_member_retried")] in ([1, 0], [0, 1])
+    retries = events(out, "group_member_retried")  # bounded: 3 runs in all (--group-attempts), the same seed
+    assert sorted((e["member"], e["attempt"]) for e in retries) == [(0, 2), (0, 3), (1, 2)]
+    assert plugins["flaky"].seeds_seen.count(always) == 3 and result.summary["groups"]["incomplete_groups"] == 1
     started = [e for e in events(out, "episode_started") if e["task_idx"] == 0 and e["repeat"] == 1]
     assert len(started) == 2
 

@@ -269,4 +269,16 @@ CORPUS: list[Shape] = [
     Shape("native_and_tags_in_content", h("list_items", {}), {"native": GET, "*": call("list_items", {})},
           tool_calls=[tc("get_item", ITEM)],
           notes="native trusts tool_calls; text protocols trust their tags"),
+    # --- arguments no wire can carry (issue 25): Python's json reads them, orjson and UTF-8 refuse them ---
+    Shape("lone_surrogate_argument", None, {"*": bad("unencodable_text")},
+          tool_calls=[tc("get_item", '{"item_id": "\\ud800"}')], seen="issue 25: an attacker's call"),
+    Shape("integer_past_64_bits", None, {"*": bad("number_out_of_range")},
+          tool_calls=[tc("get_item", '{"item_id": 123456789012345678901}')], seen="issue 25"),
+    Shape("arguments_300_deep", None, {"*": bad("arguments_too_deep")},
+          tool_calls=[tc("get_item", '{"a": ' * 300 + "1" + "}" * 300)], seen="issue 25"),
+    Shape("arguments_over_a_mebibyte", None, {"*": bad("arguments_too_large")},
+          tool_calls=[tc("get_item", {"item_id": 3, "pad": "x" * (1 << 20)})], seen="issue 25: 17.5 MB arguments"),
+    Shape("second_call_uncarriable", None, {"*": call("get_item", ITEM, "multiple_calls", "unencodable_text")},
+          tool_calls=[tc("get_item", ITEM, "call_1"), tc("list_items", '{"q": "\\udfff"}', "call_2")],
+          seen="issue 25: the unexecuted second call failed when the next request was encoded"),
 ]

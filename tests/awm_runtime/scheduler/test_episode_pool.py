@@ -186,3 +186,99 @@ async def test_local_records_say_which_process_ran_them(tmp_path: Path) -> None:
     recs = lines(result.out)
     assert all(r["worker"]["pid"] == os.getpid() and r["worker"]["node"] is None and r["worker"]["host"]
                for r in recs)
+
+
+class EchoingSession:
+    """A session whose tool result and verdict echo a lone surrogate (as an expert or a judge may)."""
+
+    def __init__(self, world: Any, task: Any) -> None:
+        from awm_runtime import ToolSpec
+
+        self.world, self.task, self.tools = world, task, (ToolSpec(name="noop"),)
+
+    async def call_tool(self, call: Any) -> Any:
+        from awm_runtime._types import ToolResult
+
+        return ToolResult(text="echo \ud800")
+
+    async def verify(self, final_answer: str, messages: Any) -> Any:
+        from awm_runtime._types import Verdict
+
+        if self.task.task_idx == 3:  # a verdict no writer can take: its record is written as a bare error
+            return Verdict(result="complete", mode="none", detail={"obj": object()})
+        return Verdict(result="complete", mode="none", detail={"reason": "said \udc00"})
+
+    async def close(self) -> None:
+        self.world.closed += 1
+
+
+class EchoingWorld(MemoryWorld):
+    async def open(self, task: Any, *, episode_id: str) -> Any:
+        self.opened += 1
+        return EchoingSession(self, task)
+
+
+async def test_records_with_echoed_surrogates_or_unwritable_parts_are_never_lost(tmp_path: Path) -> None:
+    world = EchoingWorld(6)
+    prep = prepared(tmp_path / "run", world, StepPolicy(steps=1), concurrency=1)
+    result = await run(prep.config, prepared=prep)
+    recs = {r["task_idx"]: r for r in lines(result.out)}
+    assert sorted(recs) == list(range(6)) and result.unrecorded == 0 and result.summary["not_run"] == 0
+    for i, r in recs.items():
+        if i == 3:
+            assert r["outcome"] == "error" and r["end_reason"] == "runtime_error"
+            assert r["error"]["class"].startswith("RecordError.") and "could not be written" in r["error"]["message"]
+        else:
+            assert r["outcome"] == "complete" and r["replaced_chars"] == 2
+            assert r["verdict_detail"]["returned"]["reason"] == "said \ufffd"
+    names = [e["event"] for e in events(result.out)]
+    assert names.count("record_failed") == 1 and "worker_crashed" not in names
+
+
+async def test_a_unit_that_cannot_be_recorded_at_all_is_named_and_the_worker_goes_on(tmp_path: Path) -> None:
+    from awm_runtime.scheduler._episode_pool import EpisodePool
+
+    prep = prepared(tmp_path / "run", MemoryWorld(4), StepPolicy(), concurrency=1)
+    pool = EpisodePool(prep, run_id="r", sinks=[], concurrency=1, control=RunControl(1.0))
+    units = iter(Unit([s]) for s in prep.specs())
+    written: list[tuple[str, str, int, int]] = []
+
+    async def next_unit() -> Unit | None:
+        return next(units, None)
+
+    async def done(unit: Unit, records: list[EpisodeRecord]) -> None:
+        if unit.specs[0].task_idx == 1:
+            raise OSError("disk full")  # every attempt: its key must be named, not silently dropped
+        written.extend(r.key for r in records)
+
+    await pool.run(next_unit, done)
+    assert sorted(k[2] for k in written) == [0, 2, 3]
+    assert [k[2] for k in pool.unrecorded] == [1]
+
+
+async def test_a_full_disk_under_the_tool_sets_costs_records_their_content_not_their_existence(tmp_path: Path) -> None:
+    """tools.jsonl on a full disk (/dev/full): writing a unit fails, so each episode is recorded as a bare
+    `RecordError` error, and the run goes on to the end."""
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "tools.jsonl").symlink_to("/dev/full")
+    prep = prepared(out, MemoryWorld(3), StepPolicy(), concurrency=1)
+    result = await run(prep.config, prepared=prep)
+    recs = lines(out)
+    assert sorted(r["task_idx"] for r in recs) == [0, 1, 2] and result.unrecorded == 0
+    assert all(r["outcome"] == "error" and r["error"]["class"] == "RecordError.OSError" for r in recs)
+    assert "No space left on device" in recs[0]["error"]["message"]
+
+
+def test_unrecorded_keys_are_named_from_the_plan(tmp_path: Path) -> None:
+    from awm_runtime.scheduler._run import _unrecorded, judge_warnings
+
+    out = tmp_path / "run"
+    out.mkdir()
+    prep = prepared(out, MemoryWorld(3), StepPolicy())
+    (out / "episodes.jsonl").write_text(json.dumps({"arm": "main", "scenario": "mem", "task_idx": 1, "repeat": 0})
+                                        + "\n")
+    assert _unrecorded(out, prep, set()) == [("main", "mem", 0, 0), ("main", "mem", 2, 0)]
+    arms = {"a": {"judge_unclassified_share": 0.5}, "b": {"judge_unclassified_share": 0.1}, "c": {}}
+    warnings = judge_warnings({"arms": arms})
+    assert len(warnings) == 1 and warnings[0].startswith("arm a: the judge gave no classification for 50%")

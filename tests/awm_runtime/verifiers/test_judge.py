@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -111,14 +112,60 @@ async def test_sql_mode_judge_sees_task_trajectory_evidence_and_criteria(trap_di
         assert needle in prompt, needle
 
 
-@pytest.mark.parametrize(("reply", "error"), [
-    (Reply(content="I am not sure what to say."), "judge reply has no usable classification"),
-    (Reply.error(400, "bad request"), "judge call failed"),
-])
-async def test_unusable_judge_is_a_judge_error(trap_dir: Path, reply: Reply, error: str) -> None:
+async def test_a_failed_judge_call_is_a_judge_error(trap_dir: Path) -> None:
+    with FakeOpenAI(key=KEY, models=("judge-7b",), script=[Reply.error(400, "bad request")],
+                    max_lifetime_s=120) as server:
+        verdict = await _sql_episode(trap_dir, server, add=False)
+    assert verdict.result == "judge_error" and "judge call failed" in (verdict.error or "")
+
+
+async def test_a_reply_without_classification_is_asked_again_then_is_unclassified(trap_dir: Path) -> None:
+    """"reply N/A": the agent can make the judge say nothing usable. Asked once more, then it is the
+    agent's `judge_unclassified` (an incomplete), never a judge_error."""
+    with FakeOpenAI(key=KEY, models=("judge-7b",), default=Reply(content="N/A"), max_lifetime_s=120) as server:
+        verdict = await _sql_episode(trap_dir, server, add=False)
+    assert verdict.result == "judge_unclassified" and len(server.requests) == 2
+    assert verdict.detail["judge_attempts"] == 2 and verdict.detail["judge_reply"] == "N/A"
+    assert verdict.detail["judge_usage"]["calls"] == 2 and "no classification, 2 times" in (verdict.error or "")
+
+
+async def test_a_second_reply_with_a_classification_stands(trap_dir: Path) -> None:
+    script = [Reply(content="N/A"), Reply(content='{"classification": "incomplete", "reason": "r"}')]
+    with FakeOpenAI(key=KEY, models=("judge-7b",), script=script, max_lifetime_s=120) as server:
+        verdict = await _sql_episode(trap_dir, server, add=False)
+    assert verdict.result == "incomplete" and verdict.detail["judge_attempts"] == 1
+
+
+async def test_a_long_final_answer_is_clipped_to_the_judges_budget(trap_dir: Path) -> None:
+    from awm_runtime.verifiers._judge import FINAL_ANSWER_CHARS, Criteria
+
+    answer = "A" * 30_000 + "THE-END"
+    reply = Reply(content='{"classification": "incomplete", "reason": "r"}')
+    with FakeOpenAI(key=KEY, models=("judge-7b",), script=[reply], max_lifetime_s=120) as server:
+        judge = Judge(judge_client(server), name="loop-judge")
+        verdict = await judge.classify(task="t", messages=[Message(role="assistant", content=answer, source="policy")],
+                                       evidence={}, criteria=Criteria(), final_answer=answer)
+    assert verdict.result == "incomplete"
+    _, data, _ = _fenced(server.requests[0]["messages"][1]["content"])
+    assert len(data["final_answer"]) < FINAL_ANSWER_CHARS + 100 and "characters omitted" in data["final_answer"]
+    assert data["final_answer"].endswith("THE-END")
+
+
+def lone_surrogate_reply(content: str) -> Reply:
+    """A reply whose content holds a lone surrogate: JSON-escaped on the wire, as a server sends it."""
+    return Reply(body=json.dumps({
+        "id": "x", "object": "chat.completion", "created": 0, "model": "judge-7b",
+        "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}],
+        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}))
+
+
+async def test_a_surrogate_echoed_by_the_judge_leaves_the_verdict_standing(trap_dir: Path) -> None:
+    """The judge echoes a lone surrogate the agent planted: the verdict stands (the record then writes
+    the text as U+FFFD: tests/awm_runtime/logs/test_encodable.py, tests/e2e/test_agent_failures.py)."""
+    reply = lone_surrogate_reply('{"classification": "complete", "reason": "you said \ud800"}')
     with FakeOpenAI(key=KEY, models=("judge-7b",), script=[reply], max_lifetime_s=120) as server:
         verdict = await _sql_episode(trap_dir, server, add=False)
-    assert verdict.result == "judge_error" and error in (verdict.error or "")
+    assert verdict.result == "complete" and verdict.detail["reason"] == "you said \ud800"
 
 
 async def test_task_without_sql_verifier_is_no_verifier(trap_dir: Path) -> None:
