@@ -85,9 +85,14 @@ async def _episode(world: AwmWorld, scenario: str, tool: str, args: dict[str, An
     task = next(t for t in world.tasks() if t.scenario == scenario)
     started = time.perf_counter()
     error = None
+    call_s = 0.0
     session = await world.open(task, episode_id=f"{scenario}-{tool}-{i}")
     try:
-        result = await session.call_tool(ToolCall(id="c", name=tool, arguments=args))
+        call_started = time.perf_counter()
+        try:
+            result = await session.call_tool(ToolCall(id="c", name=tool, arguments=args))
+        finally:
+            call_s = time.perf_counter() - call_started
         if result.is_error:
             error = result.text[:120]
         await session.verify("", [])
@@ -95,7 +100,7 @@ async def _episode(world: AwmWorld, scenario: str, tool: str, args: dict[str, An
         error = f"{type(exc).__name__}: {str(exc)[:120]}"
     finally:
         await session.close()
-    return {"seconds": time.perf_counter() - started, "error": error}
+    return {"seconds": time.perf_counter() - started, "call_s": call_s, "error": error}
 
 
 async def _figure(args: argparse.Namespace, data: Path, tool: str, n: int, timeout_s: float,
@@ -113,6 +118,7 @@ async def _figure(args: argparse.Namespace, data: Path, tool: str, n: int, timeo
         await world.aclose()
     own, others = results[:n], results[n:]
     return {"episodes": n, "max_s": round(max(r["seconds"] for r in own), 3),
+            "call_max_s": round(max(r["call_s"] for r in own), 3),
             "min_s": round(min(r["seconds"] for r in own), 3), "errors": sum(r["error"] is not None for r in own),
             "first_error": next((r["error"] for r in own if r["error"]), None),
             "bystanders": len(others), "bystander_max_s": round(max((r["seconds"] for r in others), default=0), 3),

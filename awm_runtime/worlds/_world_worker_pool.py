@@ -11,10 +11,9 @@ Every frame carries a request id and one reader task per worker hands each reply
 its id, so a reply can never reach another request. A worker runs its scenario's tool calls side by
 side (threads in the worker, issue 31): a slow call delays its own episode only. A call that passes
 its timeout *retires* its worker: no new call goes to it, calls go to a new one, and the old one is
-killed once the calls it still runs have ended. A worker whose calls have had no reply for `STALL_S`
-gets no new call either (a handler can hold the GIL). When a worker dies with several calls in
-flight, any of them may have killed it: each is run once more, one at a time, and a call that
-kills a worker alone ends its own episode.
+killed once the calls it still runs have ended. When a worker dies with several calls in flight,
+any of them may have killed it: each is run once more, alone in a worker of its own (at most
+`SUSPECTS` at once per scenario), so a call that kills its worker again ends its own episode only.
 """
 
 from __future__ import annotations
@@ -45,7 +44,7 @@ log = structlog.get_logger("awm_runtime.worlds")
 # scenario with a penalty of 8, 1.0 with 64.)
 LOAD_PENALTY = 64
 RECYCLE_CPU_SHARE = 0.8  # a worker that has used this share of its CPU limit is replaced between requests
-STALL_S = 1.0  # a worker with calls in flight and no reply for this long gets no new call
+SUSPECTS = 8  # calls of a scenario run again at once, each alone in a worker of its own, after a worker died
 
 
 def default_workers() -> int:
@@ -97,10 +96,11 @@ class _WorldWorker:
         self.ended = False  # died, was killed or retired: never used again
         self.retiring = False
         self.cpu_s = 0.0
-        self.last_used = self.last_reply = time.monotonic()
+        self.last_used = time.monotonic()
         self.stderr: deque[str] = deque(maxlen=20)
         self._ids = itertools.count(1)
         self._tasks: list[asyncio.Task[None]] = []
+        self._death: asyncio.Future[str] | None = None
 
     @property
     def alive(self) -> bool:
@@ -109,10 +109,6 @@ class _WorldWorker:
     @property
     def usable(self) -> bool:
         return not self.ended and not self.retiring
-
-    def stalled(self, now: float) -> bool:
-        """Calls in flight and no reply for STALL_S: its calls hang, or one holds the GIL."""
-        return bool(self.pending) and now - self.last_reply > STALL_S
 
     async def _start(self) -> None:
         directory = self.pool.directory(self.scenario)
@@ -139,7 +135,6 @@ class _WorldWorker:
                 reply = await read_frame(reader)
                 rid = reply.pop("id", None) if isinstance(reply, dict) else None
                 future = self.pending.pop(rid, None) if isinstance(rid, int) else None
-                self.last_reply = time.monotonic()
                 if future is None:
                     log.debug("world_reply_discarded", scenario=self.scenario, request=rid)
                     continue
@@ -218,13 +213,18 @@ class _WorldWorker:
         return f"; last output: {lines[-1]}" if lines else ""
 
     async def _died(self, pid: int | None, what: str, in_flight: int = 1) -> WorldError:
+        if self._death is None:  # the first of its calls to learn of the death asks how it ended, once
+            self._death = asyncio.ensure_future(self._death_text(pid))
+        text = f"{what}: {await asyncio.shield(self._death)}"
+        return _Collateral(text) if in_flight > 1 else WorldError(text)
+
+    async def _death_text(self, pid: int | None) -> str:
         drain = self._tasks[1] if len(self._tasks) > 1 else None
         status = None if pid is None else await self.pool.zygote.status(pid)
         if drain is not None:  # the process is gone: its stderr ends soon; take its last lines
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(asyncio.shield(drain), 0.5)
-        text = f"{what}: the world worker died ({exit_text(status)}){self._tail()}; it is replaced"
-        return _Collateral(text) if in_flight > 1 else WorldError(text)
+        return f"the world worker died ({exit_text(status)}){self._tail()}; it is replaced"
 
     async def request(self, msg: dict[str, Any], limit_s: float, what: str, *, load: bool = True) -> dict[str, Any]:
         """Send one request (starting and loading the worker first if needed) and await its reply. Builds and
@@ -289,9 +289,9 @@ class _WorldWorker:
         except _Died as exc:
             self.kill()
             raise await self._died(pid, what, exc.in_flight) from exc
-        except (ConnectionError, RuntimeError) as exc:
+        except (ConnectionError, RuntimeError) as exc:  # it died as this call was sent: maybe for another call
             self.kill()
-            raise await self._died(pid, what) from exc
+            raise await self._died(pid, what, in_flight=2) from exc
         finally:
             if not orphaned:
                 self.pending.pop(rid, None)
@@ -330,7 +330,8 @@ class WorldWorkerPool:
         self.zygote = Zygote(module, self.options.unsafe)
         self.workers: dict[str, list[_WorldWorker]] = {}
         self._specs: dict[str, LoadSpec] = {}
-        self._quarantine: dict[str, asyncio.Lock] = {}
+        self._quarantine: dict[str, asyncio.Semaphore] = {}
+        self._suspects: dict[str, set[_WorldWorker]] = {}
         self._scratch_ids = itertools.count(1)
         self._dirs: dict[str, str] = {}
         self.replaced = 0  # workers replaced after a failure
@@ -365,11 +366,9 @@ class WorldWorkerPool:
 
     def _pick(self, scenario: str) -> _WorldWorker:
         slots = self.workers.setdefault(scenario, [])
-        now = time.monotonic()
         usable = [w for w in slots if w.usable]
-        fresh = [w for w in usable if not w.stalled(now)]
-        best = min(fresh or usable, key=lambda w: w.queued, default=None)
-        if best is None or ((best.queued >= LOAD_PENALTY or not fresh) and len(usable) < self.replicas):
+        best = min(usable, key=lambda w: w.queued, default=None)
+        if best is None or (best.queued >= LOAD_PENALTY and len(usable) < self.replicas):
             self._make_room()
             best = _WorldWorker(self, scenario)
             slots.append(best)
@@ -380,6 +379,13 @@ class WorldWorkerPool:
         slots = self.workers.get(worker.scenario)
         if slots is not None and worker in slots:
             slots.remove(worker)
+        self._suspects.get(worker.scenario, set()).discard(worker)
+
+    def _suspect_worker(self, scenario: str) -> _WorldWorker:
+        """A worker of its own for one call run again after a death (it retires after that call)."""
+        w = _WorldWorker(self, scenario)
+        self._suspects.setdefault(scenario, set()).add(w)
+        return w
 
     def _make_room(self) -> None:
         """At `max_workers` live workers, stop the least recently used idle one (Python cannot unload a module)."""
@@ -393,11 +399,12 @@ class WorldWorkerPool:
             reap_later(victim.stop())
 
     async def _request(self, scenario: str, msg: dict[str, Any], limit_s: float, what: str, *,
-                       check: bool = True) -> dict[str, Any]:
-        """Run one request on a worker of `scenario`. A reply with ok=false ends the worker (a call's: once its
-        other calls have ended) and raises WorldError, or is returned if not `check`."""
+                       check: bool = True, suspect: bool = False) -> dict[str, Any]:
+        """Run one request on a worker of `scenario` (`suspect`: on the worker for calls run again). A reply with
+        ok=false ends the worker (a call's: once its other calls have ended) and raises WorldError, or is returned
+        if not `check`."""
         for _ in range(8):
-            w = self._pick(scenario)
+            w = self._suspect_worker(scenario) if suspect else self._pick(scenario)
             w.queued += 1
             try:
                 reply = await w.request(msg, limit_s, what, load=msg["op"] != "build")
@@ -408,6 +415,8 @@ class WorldWorkerPool:
                 raise
             finally:
                 w.queued -= 1
+                if suspect:
+                    w.retire("its one call ended")
             break
         else:
             raise WorldError(f"{what}: no world worker could take it")
@@ -452,11 +461,11 @@ class WorldWorkerPool:
         try:
             return await self._request(scenario, msg, self.options.tool_timeout_s, what)
         except _Collateral as exc:
-            # Its worker died running it beside other calls: it may not be the culprit. Run it once more, one
-            # at a time with the scenario's other such calls, so the culprit ends its own episode alone.
+            # Its worker died running it beside other calls: it may not be the culprit. Run it once more, alone
+            # in a worker of its own, so that the culprit ends its own episode and nothing else.
             log.info("world_call_run_again", scenario=scenario, tool=tool, why=str(exc)[:200])
-            async with self._quarantine.setdefault(scenario, asyncio.Lock()):
-                return await self._request(scenario, msg, self.options.tool_timeout_s, what)
+            async with self._quarantine.setdefault(scenario, asyncio.Semaphore(SUSPECTS)):
+                return await self._request(scenario, msg, self.options.tool_timeout_s, what, suspect=True)
 
     def evict(self, scenario: str) -> None:
         """The world will not call `scenario` again unless it builds it anew: stop its workers (their
@@ -465,18 +474,18 @@ class WorldWorkerPool:
         self._specs.pop(scenario, None)
         self._dirs.pop(scenario, None)
         self._quarantine.pop(scenario, None)
-        for w in self.workers.pop(scenario, []):
+        for w in [*self.workers.pop(scenario, []), *self._suspects.pop(scenario, set())]:
             reap_later(w.stop())
 
     async def aclose(self) -> None:
-        await asyncio.gather(*(w.stop() for ws in self.workers.values() for w in ws), return_exceptions=True)
+        every = [*(w for ws in (*self.workers.values(), *self._suspects.values()) for w in ws)]
+        await asyncio.gather(*(w.stop() for w in every), return_exceptions=True)
         await self.zygote.aclose()
 
     def close(self) -> None:
         """Synchronous stop: SIGKILL every worker and the zygote (they hold no state worth saving)."""
-        for ws in self.workers.values():
-            for w in ws:
-                w.kill()
+        for w in [*(w for ws in (*self.workers.values(), *self._suspects.values()) for w in ws)]:
+            w.kill()
         if self.zygote.sock is not None:
             self.zygote.sock.close()
             self.zygote.sock = None
