@@ -166,7 +166,7 @@ async def test_hung_calls_cost_their_own_episodes_only(world: Any) -> None:
     await bystanders_complete(world, 1)
     hung = [timed(s.call_tool(call("hang"))) for s in faulty[:5]]
     slow = [timed(s.call_tool(call("slow", seconds=0.4, tag=f"s{i}"))) for i, s in enumerate(faulty[5:])]
-    results = await asyncio.gather(*hung, *slow, bystanders_complete(world))
+    results: list[Any] = await asyncio.gather(*hung, *slow, bystanders_complete(world))
     for elapsed, result in results[:5]:
         assert isinstance(result, WorldError) and "did not finish within 1.5s" in str(result)
         assert elapsed < 1.5 * 1.2 + 0.5  # each ends at its own timeout, not one after another
@@ -196,7 +196,7 @@ async def test_a_call_that_ends_its_worker_costs_its_own_episode(world: Any, cul
     await faulty[0].call_tool(call("count"))
     calls = [faulty[0].call_tool(call(culprit)),
              *(s.call_tool(call("slow", seconds=0.2, tag=f"b{i}")) for i, s in enumerate(faulty[1:]))]
-    results = await asyncio.gather(*calls, bystanders_complete(world), return_exceptions=True)
+    results: list[Any] = await asyncio.gather(*calls, bystanders_complete(world), return_exceptions=True)
     assert isinstance(results[0], WorldError), results[0]
     assert [json.loads(r.text)["tag"] for r in results[1:6]] == [f"b{i}" for i in range(5)], results
     for s in faulty:
