@@ -98,6 +98,9 @@ class Worker:
                             validate_arguments=bool(msg.get("validate_arguments", True)))
         self.loop.run_until_complete(host.start())
         host.release_import_db()
+        # Loaded: from now on scenario code may write existing episode DBs and nothing else. Narrowed before the
+        # sweep, so a thread the import left running cannot open a new write handle after it.
+        narrow(self.final, unsafe=self.unsafe)
         swept = blank_fds(open_fds() - before)
         self.host = host
         return {"ok": True, "tools": host.tools, "fds_swept": swept}
@@ -124,15 +127,11 @@ class Worker:
 
     def load(self, msg: dict[str, Any]) -> dict[str, Any]:
         """Import a scenario built by another worker, against a scratch copy of its template that the runtime
-        made in this worker's directory (the pristine template itself is out of the worker's reach)."""
-        scratch = self._template(msg)
+        made in this worker's directory (and removes: the pristine template itself is out of the worker's reach)."""
         try:
-            return self._load(msg, str(scratch))
+            return self._load(msg, str(self._template(msg)))
         except Exception as exc:
             return {"ok": False, "stage": "import", "error": describe(exc)}
-        finally:
-            with contextlib.suppress(OSError):
-                scratch.unlink()
 
     def call(self, msg: dict[str, Any], loop: asyncio.AbstractEventLoop) -> dict[str, Any]:
         if self.host is None or self.host.scenario_id != msg["scenario"]:
@@ -157,11 +156,7 @@ class Worker:
         handler = {"build": self.build, "load": self.load}.get(str(op))
         if handler is None:
             return {"ok": False, "error": f"unknown op {op!r}"}
-        reply = handler(msg)
-        if op in ("build", "load") and reply.get("ok"):
-            # Loaded: from now on scenario code may write existing episode DBs and nothing else.
-            narrow(self.final, unsafe=self.unsafe)
-        return reply
+        return handler(msg)
 
     def serve(self, in_fd: int, out_fd: int) -> None:
         self.out_fd = out_fd

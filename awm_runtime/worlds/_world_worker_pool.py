@@ -251,7 +251,12 @@ class _WorldWorker:
 
     async def _load(self) -> None:
         msg = await self.pool.load_message(self.scenario)
-        reply = await self._exchange(msg, self.pool.options.load_timeout_s, f"importing scenario {self.scenario!r}")
+        try:
+            reply = await self._exchange(msg, self.pool.options.load_timeout_s,
+                                         f"importing scenario {self.scenario!r}")
+        finally:
+            with contextlib.suppress(OSError):
+                os.unlink(msg["template"])  # the scratch copy (the worker may no longer remove files)
         if not reply.get("ok"):
             self.kill()
             raise WorldError(f"scenario {self.scenario!r} failed to import: {reply.get('error')}")
