@@ -14,8 +14,10 @@ EXIT_UNRECORDED = 3  # the run finished, but planned episodes have no record (su
 
 
 def fail(message: str, prog: str) -> NoReturn:
+    from awm_runtime._printable import printable
+
     for line in message.splitlines() or [message]:
-        print(f"{prog}: error: {line}", file=sys.stderr)
+        print(f"{prog}: error: {printable(line, one_line=True)}", file=sys.stderr)
     raise SystemExit(EXIT_CONFIG)
 
 
@@ -25,7 +27,12 @@ def console_logging() -> None:
 
     import structlog
 
-    structlog.configure(logger_factory=structlog.PrintLoggerFactory(sys.stderr),
+    from awm_runtime._printable import escape_event
+
+    processors = [escape_event, *structlog.get_config()["processors"]]  # world text never drives the terminal
+    if any(p is escape_event for p in processors[1:]):
+        processors = processors[1:]
+    structlog.configure(logger_factory=structlog.PrintLoggerFactory(sys.stderr), processors=processors,
                         wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
 
 

@@ -19,6 +19,7 @@ from rich.progress import (
 from rich.table import Table
 from rich.text import Text
 
+from awm_runtime._printable import printable
 from awm_runtime.scheduler import RunProgress
 
 
@@ -51,7 +52,8 @@ def endpoint_table(p: RunProgress) -> Table | None:
                          ("calls", "right"), ("errors", "right")):
         table.add_column(col, justify=justify)  # type: ignore[arg-type]
     for e in endpoints:
-        table.add_row(e.endpoint, ",".join(e.roles), f"{e.in_flight}/{e.limit}",
+        table.add_row(Text(printable(e.endpoint, one_line=True)), Text(printable(",".join(e.roles), one_line=True)),
+                      f"{e.in_flight}/{e.limit}",
                       f"[yellow]{e.in_backoff}[/]" if e.in_backoff else "0", str(e.calls),
                       f"[red]{e.errors}[/]" if e.errors else "0")
     return table
@@ -81,7 +83,7 @@ class LiveView:
         if table is not None:
             parts.append(table)
         if self.notice:
-            parts.append(Text(self.notice, style="yellow"))
+            parts.append(Text(printable(self.notice, one_line=True), style="yellow"))
         yield Group(*parts)
 
     def start(self) -> None:

@@ -40,6 +40,9 @@ def parser() -> argparse.ArgumentParser:
     a("--host", default="127.0.0.1", help="interface to listen on (default 127.0.0.1)")
     a("--port", type=int, default=8000, help="port (default 8000; 0 picks a free one)")
     a("--mcp", action="store_true", help="also serve MCP (streamable HTTP) at /mcp/<scenario>")
+    a("--allow-origin", action="append", default=[], metavar="ORIGIN",
+      help="also answer browser pages from ORIGIN (e.g. http://localhost:3000; repeatable; '*' = any page and "
+           "any Host). By default only the server's own origin is answered, and only loopback names or IPs as Host")
     a("--stdio", metavar="SCENARIO", help="serve one episode of SCENARIO as an MCP server on stdin/stdout")
     a("--max-sessions", type=_positive(int), default=10_000, metavar="N",
       help="sessions held at once; past it a new socket gets CAPACITY_REACHED (default 10000)")
@@ -119,7 +122,7 @@ async def _main(args: argparse.Namespace) -> int:
 
         listen = Listen(host=args.host, port=args.port, ws_ping_interval_s=args.ws_ping_interval,
                         ws_ping_timeout_s=args.ws_ping_timeout, max_lifetime_s=args.max_lifetime)
-        await serve(create_app(hub, mcp=args.mcp), listen, ready)
+        await serve(create_app(hub, mcp=args.mcp, allow_origins=tuple(args.allow_origin)), listen, ready)
         return 0
     finally:
         await hub.world.aclose()
@@ -129,4 +132,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     if args.stdio and args.mcp:
         parser().error("--stdio serves one scenario on stdin/stdout; --mcp is for the HTTP server")
+    from awm_runtime.serve._origin import normalize_origin
+
+    for origin in args.allow_origin:
+        try:
+            normalize_origin(origin)
+        except ValueError as exc:
+            parser().error(f"--allow-origin: {exc}")
     return guarded("awm-serve", lambda: asyncio.run(_main(args)))

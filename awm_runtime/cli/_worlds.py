@@ -57,18 +57,21 @@ def _list(args: argparse.Namespace) -> int:
         return 0
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
+
+    from awm_runtime._printable import printable
 
     table = Table(title=f"{ds.root}")
     for col in ("scenario", "runs", "tasks", "tables", "seed stmts", "verifiers", "solutions"):
         table.add_column(col)
     for r in rows:
         runs = "yes" if r["runnable"] else "no: lacks " + ", ".join(f.removesuffix(".jsonl") for f in r["missing"])
-        table.add_row(str(r["scenario"]), runs, str(r["tasks"]), str(r["tables"]), str(r["seed_statements"]),
-                      str(r["verifiers"]), str(r["solutions"]))
+        table.add_row(*(Text(printable(v, one_line=True)) for v in (
+            r["scenario"], runs, r["tasks"], r["tables"], r["seed_statements"], r["verifiers"], r["solutions"])))
     console = Console()
     console.print(table)
     for problem in ds.problems:
-        console.print(f"[yellow]problem:[/] {problem}")
+        console.print(Text.assemble(("problem:", "yellow"), " ", printable(problem, one_line=True)))
     return 0
 
 
@@ -136,27 +139,31 @@ def _check(args: argparse.Namespace) -> int:
         return 0
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
+
+    from awm_runtime._printable import printable
 
     def mark(value: bool | None) -> str:
         return {True: "yes", False: "no", None: "-"}[value]
 
     console = Console()
-    scenarios = Table(title=f"awm-worlds check: {report['worlds']}: which scenarios can run")
+    scenarios = Table(title=printable(f"awm-worlds check: {report['worlds']}: which scenarios can run", one_line=True))
     for col in ("scenario", "runs", "tasks", "tools", "why not / notes"):
         scenarios.add_column(col)
     for sc in report["scenarios"]:
         runs = "yes" if sc["loads"] else "no"
         why = sc["why_not"] or ("" if sc["description"] else "no gen_scenario row: no description")
-        scenarios.add_row(sc["scenario"], runs, str(sc["tasks"]), "-" if sc["tools"] is None else str(sc["tools"]),
-                          why[:120])
+        scenarios.add_row(*(Text(printable(v, one_line=True)) for v in (
+            sc["scenario"], runs, sc["tasks"], "-" if sc["tools"] is None else sc["tools"], why[:120])))
     console.print(scenarios)
     table = Table(title=f"tasks of the scenarios that run ({report['verifier']}-mode verifiers)")
     for col in ("scenario", "task", "loads", "trivial", "reference", "errors"):
         table.add_column(col)
     for t in report["tasks"]:
         note = t["errors"][0] if t["errors"] else (f"unverified: {t['verifier']}" if t["verifier"] else "")
-        table.add_row(t["scenario"], str(t["task_idx"]), mark(t["loads"]), mark(t["noop_passes"]),
-                      mark(t["reference_passes"]), note[:100])
+        table.add_row(*(Text(printable(v, one_line=True)) for v in (
+            t["scenario"], t["task_idx"], mark(t["loads"]), mark(t["noop_passes"]), mark(t["reference_passes"]),
+            note[:100])))
     console.print(table)
     s = report["summary"]
     console.print(f"{s['scenarios']} scenarios: {s['loading_scenarios']} run, "
@@ -168,8 +175,8 @@ def _check(args: argparse.Namespace) -> int:
     for problem in report["problems"]:
         where = problem["file"] + (f":{problem['line']}" if problem["line"] else "")
         task = f" task {problem['task_idx']}" if problem["task_idx"] is not None else ""
-        console.print(f"problem: {where}: {problem['scenario']}{task}: {problem['message']}", markup=False,
-                      highlight=False)
+        line = f"problem: {where}: {problem['scenario']}{task}: {problem['message']}"
+        console.print(printable(line, one_line=True), markup=False, highlight=False)
     return 0
 
 

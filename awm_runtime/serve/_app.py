@@ -10,16 +10,19 @@ from typing import Any
 
 import structlog
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.routing import Route
 
 from awm_runtime.serve._hub import SessionHub
 from awm_runtime.serve._openenv import routes
+from awm_runtime.serve._origin import OriginGuard, OriginPolicy
 
 log = structlog.get_logger("awm_runtime.serve")
 
 
-def create_app(hub: SessionHub, *, mcp: bool = False) -> Starlette:
-    """OpenEnv's `/ws` and HTTP routes over `hub`; with `mcp`, also MCP (streamable HTTP) at `/mcp/<scenario>`."""
+def create_app(hub: SessionHub, *, mcp: bool = False, allow_origins: tuple[str, ...] = ()) -> Starlette:
+    """OpenEnv's `/ws` and HTTP routes over `hub`; with `mcp`, also MCP (streamable HTTP) at `/mcp/<scenario>`.
+    Every route answers its own origin only, plus `allow_origins` (`serve._origin`)."""
     app_routes = routes(hub)
     manager = None
     if mcp:
@@ -35,7 +38,8 @@ def create_app(hub: SessionHub, *, mcp: bool = False) -> Starlette:
                 await stack.enter_async_context(manager.run())
             yield
 
-    return Starlette(routes=app_routes, lifespan=lifespan)
+    guard = Middleware(OriginGuard, policy=OriginPolicy.of(allow_origins))
+    return Starlette(routes=app_routes, lifespan=lifespan, middleware=[guard])
 
 
 @dataclass(frozen=True, slots=True)

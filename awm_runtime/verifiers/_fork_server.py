@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import gc
-import json
 import os
 import selectors
 import signal
@@ -25,6 +24,8 @@ import traceback
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
+
+import orjson
 
 from awm_runtime.isolation import (
     HEADER,
@@ -114,16 +115,60 @@ def _child(job: dict[str, Any], out: int, proxies: dict[str, Any], parent: int, 
     except BaseException as exc:  # whatever the verifier raises, SystemExit included, is a result
         result = {"ok": False, "fault": _fault(exc), "error": _describe(exc)}
     try:
-        data = json.dumps(result, default=str).encode()
-    except (TypeError, ValueError, RecursionError) as exc:
-        data = json.dumps({"ok": False, "fault": "verifier",
-                           "error": f"verifier returned a value that is not JSON ({exc})"}).encode()
+        # The frame encoder's own rules (orjson): what passes here reaches the runtime as it is.
+        data = encode(result)[HEADER.size:]
+    except (TypeError, ValueError, RecursionError, orjson.JSONEncodeError) as exc:
+        data = encode({"ok": False, "fault": "verifier",
+                       "error": f"verifier returned a value that is not JSON ({unencodable(exc)})"})[HEADER.size:]
     except MemoryError:
         data = b'{"ok": false, "fault": "sandbox", "error": "verifier result exceeded the memory limit"}'
     try:
         write_all(out, data)
     finally:
         os._exit(0)
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+def unencodable(exc: BaseException) -> str:
+    """Why orjson refused a value, in words: a lone surrogate, an integer past 64 bits, nesting too deep."""
+    return f"{type(exc).__name__}: {exc}"[:200].replace("\n", " ")
+
+
+def child_reply(child: _Child, status: int) -> dict[str, Any]:
+    """What a finished child's job comes to: its own result, or why there is none."""
+    if child.killed:
+        return {"ok": False, "error": child.killed}
+    if child.buf:
+        try:
+            reply = orjson.loads(child.buf)
+        except orjson.JSONDecodeError as exc:
+            return {"ok": False, "error": f"verifier process wrote an unreadable result ({unencodable(exc)})"}
+        if not isinstance(reply, dict) or not isinstance(reply.get("ok"), bool):
+            return {"ok": False, "error": "verifier process wrote a result that is not a reply object"}
+        return reply
+    if os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGXCPU:
+        return {"ok": False, "error": f"verifier exceeded its CPU limit ({child.cpu_s}s)"}
+    if os.WIFSIGNALED(status):
+        return {"ok": False, "error": f"verifier process was killed by {_signal_name(os.WTERMSIG(status))}"}
+    return {"ok": False, "error": f"verifier process exited with status {os.waitstatus_to_exitcode(status)} "
+                                  "without a result"}
+
+
+def reply_frame(child: _Child, status: int, elapsed_ms: float) -> bytes:
+    """The frame for a finished job. Whatever the child wrote, this is a frame the runtime can read: a result
+    that cannot be encoded (or anything else going wrong with it) is that job's failure, never the server's."""
+    tail = {"id": child.job_id, "elapsed_ms": elapsed_ms}
+    try:
+        return encode({**child_reply(child, status), **tail})
+    except Exception as exc:
+        return encode({"ok": False, "fault": "verifier", **tail,
+                       "error": f"verifier returned a value that is not JSON ({unencodable(exc)})"})
 
 
 class Server:
@@ -185,21 +230,7 @@ class Server:
             os.kill(child.pid, signal.SIGKILL)
         _, status = os.waitpid(child.pid, 0)
         elapsed_ms = (time.monotonic() - child.started) * 1000
-        if child.killed:
-            reply: dict[str, Any] = {"ok": False, "error": child.killed}
-        elif child.buf:
-            try:
-                reply = json.loads(child.buf)
-            except ValueError:
-                reply = {"ok": False, "error": "verifier process wrote an unreadable result"}
-        elif os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGXCPU:
-            reply = {"ok": False, "error": f"verifier exceeded its CPU limit ({child.cpu_s}s)"}
-        elif os.WIFSIGNALED(status):
-            reply = {"ok": False, "error": f"verifier process was killed by {signal.Signals(os.WTERMSIG(status)).name}"}
-        else:
-            reply = {"ok": False, "error": f"verifier process exited with status {os.waitstatus_to_exitcode(status)} "
-                                           "without a result"}
-        write_all(self.out_fd, encode({**reply, "id": child.job_id, "elapsed_ms": elapsed_ms}))
+        write_all(self.out_fd, reply_frame(child, status, elapsed_ms))
 
     def _kill(self, fd: int, why: str) -> None:
         self.children[fd].killed = why

@@ -16,6 +16,7 @@ import json
 import os
 import sqlite3
 import sys
+import threading
 import time
 import types
 from collections import OrderedDict
@@ -40,6 +41,14 @@ LIFESPAN_TIMEOUT_S = 30.0
 _LIFESPANS: list[asyncio.Task[None]] = []  # each app's lifespan task lives as long as its worker
 
 
+def release_db(db_path: str) -> None:
+    """Close the idle connections kept for `db_path` (the import DB, once the app has started)."""
+    with _POOL_LOCK:
+        records = [_IDLE.pop(k) for k in [k for k in _IDLE if k[1] == db_path]]
+    for record in records:
+        record.close()
+
+
 def _connect_current() -> sqlite3.Connection:
     conn = sqlite3.connect(CURRENT_DB.get(), check_same_thread=False)
     # An episode DB is disposable: if its worker dies mid-write the episode ends anyway, so the
@@ -57,6 +66,7 @@ def _connect_current() -> sqlite3.Connection:
 _IDLE: OrderedDict[tuple[int, str], Any] = OrderedDict()
 IDLE_CONNECTIONS = 64
 _CHECKED_OUT: dict[str, int] = {}  # episode DB -> connections handed out and not yet returned
+_POOL_LOCK = threading.Lock()  # tool calls run on several threads of a world worker
 
 
 @functools.cache
@@ -70,27 +80,34 @@ def episode_pool_class() -> type:
 
         def _do_get(self) -> Any:
             key = (id(self), CURRENT_DB.get())
-            record = _IDLE.pop(key, None)
+            with _POOL_LOCK:
+                record = _IDLE.pop(key, None)
+                _CHECKED_OUT[key[1]] = _CHECKED_OUT.get(key[1], 0) + 1
             if record is None or record.dbapi_connection is None:
                 record = self._create_connection()
                 record.info["awm_key"] = key
-            _CHECKED_OUT[key[1]] = _CHECKED_OUT.get(key[1], 0) + 1
             return record
 
         def _do_return_conn(self, record: Any) -> None:
             key = record.info.get("awm_key")
-            if key is not None:
-                _CHECKED_OUT[key[1]] = _CHECKED_OUT.get(key[1], 1) - 1
-            if key is None or key in _IDLE or record.dbapi_connection is None:
-                record.close()
-                return
-            _IDLE[key] = record
-            while len(_IDLE) > IDLE_CONNECTIONS:
-                _IDLE.popitem(last=False)[1].close()
+            closing = []
+            with _POOL_LOCK:
+                if key is not None:
+                    _CHECKED_OUT[key[1]] = _CHECKED_OUT.get(key[1], 1) - 1
+                if key is None or key in _IDLE or record.dbapi_connection is None:
+                    closing.append(record)
+                else:
+                    _IDLE[key] = record
+                    while len(_IDLE) > IDLE_CONNECTIONS:
+                        closing.append(_IDLE.popitem(last=False)[1])
+            for old in closing:
+                old.close()
 
         def dispose(self) -> None:
-            for key in [k for k in _IDLE if k[0] == id(self)]:
-                _IDLE.pop(key).close()
+            with _POOL_LOCK:
+                records = [_IDLE.pop(k) for k in [k for k in _IDLE if k[0] == id(self)]]
+            for record in records:
+                record.close()
 
         def recreate(self) -> Pool:
             return self.__class__(self._creator, recycle=self._recycle, echo=self.echo,
@@ -219,6 +236,11 @@ class ScenarioHost:
         finally:
             CURRENT_DB.reset(token)
             _FOREIGN_KEYS.reset(fk)
+
+    def release_import_db(self) -> None:
+        """The app has started: its own connections to the import DB are closed (it is a scratch copy)."""
+        gc.collect()
+        release_db(self.import_db)
 
     def _invalid(self, tool: str, arguments: dict[str, Any]) -> str | None:
         """mcp's low-level server checks arguments against the input schema before the handler runs."""

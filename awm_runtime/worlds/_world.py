@@ -2,10 +2,12 @@
 
 Scenario code never runs in this process: a `WorldWorkerPool` builds each scenario's template DB
 and imports its app once, then serves tool calls for every episode. Each scenario has its own
-directory, `<workdir>/<scenario>/` with `initial.db` and `episodes/`, and its workers can reach
-nothing else. Opening an episode is a file clone of the template (tens of microseconds on tmpfs);
-closing it deletes the file. Verification goes through the `Verifier` (confined, read-only DBs),
-never through a tool.
+directory, `<workdir>/<scenario>/` with `episodes/`, and its workers can reach nothing else. Once a
+scenario is built and imported, its DB is copied to a **pristine template** in `<workdir>/.templates/`,
+where no world worker ever had access, and its SHA-256 is kept: every clone and every verification
+checks it first, and a template that changed is refused (WorldError), never used. Opening an episode
+is a checked clone of the template (tens of microseconds on tmpfs); closing it deletes the file.
+Verification goes through the `Verifier` (confined, read-only DBs), never through a tool.
 
 Residency: a scenario is *held* while an episode of it is open (or it is being built). When the
 last hold ends it becomes idle; beyond `keep_idle_scenarios` idle ones, the oldest is evicted: its
@@ -17,6 +19,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
+import functools
+import hashlib
 import itertools
 import os
 import shutil
@@ -37,7 +42,7 @@ from awm_runtime.worlds._dbbuild import BuildReport
 from awm_runtime.worlds._format import Dataset, LoadProblem, Scenario, Solution
 from awm_runtime.worlds._verify import Verifier, VerifierMode
 from awm_runtime.worlds._world_worker import EPISODES
-from awm_runtime.worlds._world_worker_pool import PoolOptions, WorldWorkerPool
+from awm_runtime.worlds._world_worker_pool import LoadSpec, PoolOptions, WorldWorkerPool
 
 log = structlog.get_logger("awm_runtime.worlds")
 INLINE_CLONE_BYTES = 4 << 20  # below this a clone takes less time than a hop to a thread
@@ -63,9 +68,10 @@ class WorldOptions:
 
 @dataclass(slots=True)
 class _Prepared:
-    template: Path
+    template: Path  # the pristine copy: outside every worker's reach, read-only, hash-checked before use
     tools: list[ToolSpec]
     size: int
+    digest: bytes
 
 
 @dataclass(slots=True)
@@ -102,25 +108,43 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def clone_file(src: Path, dst: Path, size: int) -> None:
-    """Copy the template in-kernel (copy_file_range: a reflink on btrfs/xfs), else by shutil."""
+TEMPLATES = ".templates"  # pristine templates, beside the scenario directories (no scenario id starts with a dot)
+
+
+def read_template(path: Path, size: int, digest: bytes | None = None) -> bytes:
+    """A template's bytes, refused (WorldError) unless they hash to `digest`."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
     try:
-        fd_in = os.open(src, os.O_RDONLY)
+        data = os.pread(fd, size + 1, 0)
+        while len(data) <= size and (more := os.pread(fd, size + 1 - len(data), len(data))):
+            data += more
+    finally:
+        os.close(fd)
+    if digest is not None and (len(data) != size or hashlib.sha256(data).digest() != digest):
+        raise WorldError(f"the pristine template {path} changed after it was made (its SHA-256 no longer "
+                         "matches); refusing to use it")
+    return data
+
+
+def clone_checked(src: Path, dst: Path | str, size: int, digest: bytes) -> None:
+    """Copy the pristine template to `dst` after checking its hash: the bytes checked are the bytes written."""
+    data = read_template(src, size, digest)
+    try:
+        fd = os.open(dst, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         try:
-            fd_out = os.open(dst, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-            try:
-                done = 0
-                while done < size and (n := os.copy_file_range(fd_in, fd_out, size - done)):
-                    done += n
-            finally:
-                os.close(fd_out)
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
         finally:
-            os.close(fd_in)
-    except (AttributeError, OSError) as exc:
+            os.close(fd)
+    except OSError as exc:
         if isinstance(exc, FileExistsError):
             raise
-        dst.unlink(missing_ok=True)
-        shutil.copyfile(src, dst)
+        with contextlib.suppress(OSError):
+            os.unlink(dst)
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise WorldError(f"no room for an episode DB in {os.path.dirname(dst)}: {exc.strerror}") from None
+        raise
 
 
 class AwmWorld:
@@ -252,7 +276,8 @@ class AwmWorld:
         assert isinstance(state, _Prepared)
         self._idle.pop(scenario_id, None)
         self.pool.evict(scenario_id)  # its workers are stopped: a process is how a module's memory goes
-        shutil.rmtree(state.template.parent, ignore_errors=True)  # initial.db and the (empty) episodes/
+        shutil.rmtree(self.workdir / scenario_id, ignore_errors=True)  # the (empty) episodes/
+        state.template.unlink(missing_ok=True)
         self.evictions += 1
         log.debug("scenario_evicted", scenario=scenario_id)
 
@@ -267,6 +292,7 @@ class AwmWorld:
             return self._fail(scenario_id, str(exc))
         payload = {"code": source.full_code, "inserts": [list(i) for i in source.inserts],
                    "tables": [[t.name, t.ddl, list(t.indexes), list(t.examples)] for t in source.tables]}
+        source_code = source.full_code
         del source
         try:
             reply = await self.pool.build(scenario_id, payload, str(template), self.options.foreign_keys)
@@ -278,12 +304,37 @@ class AwmWorld:
             stage = {"build": "its database failed to build", "import": "its full_code failed to import"}
             why = stage.get(reply.get("stage", ""), "it failed to load")
             return self._fail(scenario_id, f"scenario {scenario_id!r} cannot run: {why}: {reply.get('error')}")
-        template.chmod(0o444)  # the initial state is shared by every episode: never written
+        try:
+            pristine, size, digest = await asyncio.to_thread(self._keep_pristine, scenario_id, template)
+        except OSError as exc:
+            return self._fail(scenario_id, f"scenario {scenario_id!r} cannot run: its template could not be "
+                                           f"kept ({exc})")
+        self.pool.register(scenario_id, LoadSpec(source_code, functools.partial(
+            clone_checked, pristine, size=size, digest=digest), self.options.foreign_keys))
         tools = [ToolSpec(name=t["name"], description=t["description"], input_schema=t["input_schema"])
                  for t in reply["tools"]]
         self._tool_names[scenario_id] = tuple(t.name for t in tools)
-        log.info("scenario_loaded", scenario=scenario_id, tools=len(tools), elapsed_ms=round(reply["elapsed_ms"], 1))
-        return _Prepared(template, tools, template.stat().st_size)
+        log.info("scenario_loaded", scenario=scenario_id, tools=len(tools), elapsed_ms=round(reply["elapsed_ms"], 1),
+                 fds_swept=reply.get("fds_swept", 0))
+        return _Prepared(pristine, tools, size, digest)
+
+    def _keep_pristine(self, scenario_id: str, built: Path) -> tuple[Path, int, bytes]:
+        """Copy the DB the worker built and imported against to where no worker can reach, read-only, and hash
+        it; the worker's own copy is deleted (whatever it still holds open of it changes nothing that is used)."""
+        folder = self.workdir / TEMPLATES
+        folder.mkdir(mode=0o755, exist_ok=True)
+        pristine = folder / f"{scenario_id}.db"
+        pristine.unlink(missing_ok=True)
+        data = read_template(built, os.stat(built, follow_symlinks=False).st_size)
+        fd = os.open(pristine, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o444)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+        finally:
+            os.close(fd)
+        built.unlink(missing_ok=True)
+        return pristine, len(data), hashlib.sha256(data).digest()
 
     def _fail(self, scenario_id: str, error: str) -> _Failed:
         self.problems.append(LoadProblem("gen_envs.jsonl", scenario_id, error))
@@ -305,11 +356,11 @@ class AwmWorld:
         self._hold(task.scenario)
         try:
             prepared = await self._prepare(task.scenario)
-            db = prepared.template.parent / EPISODES / f"ep-{episode_id}-{next(self._ids)}.db"
+            db = self.workdir / task.scenario / EPISODES / f"ep-{episode_id}-{next(self._ids)}.db"
             if prepared.size <= INLINE_CLONE_BYTES:
-                clone_file(prepared.template, db, prepared.size)
+                clone_checked(prepared.template, db, prepared.size, prepared.digest)
             else:
-                await asyncio.to_thread(clone_file, prepared.template, db, prepared.size)
+                await asyncio.to_thread(clone_checked, prepared.template, db, prepared.size, prepared.digest)
         except BaseException:
             self._unhold(task.scenario)
             raise
@@ -378,6 +429,12 @@ class AwmSession:
                           elapsed_ms=(time.perf_counter() - started) * 1000)
 
     async def verify(self, final_answer: str, messages: Sequence[Message]) -> Verdict:
+        p = self._prepared
+        # The verifier's initial state is the pristine template: checked unchanged first.
+        if p.size <= INLINE_CLONE_BYTES:
+            read_template(p.template, p.size, p.digest)
+        else:
+            await asyncio.to_thread(read_template, p.template, p.size, p.digest)
         return await self._world.verifier.verify(self._task.scenario, self._task.task_idx, self._task.text,
                                                  self.initial_db, self.db, final_answer, messages)
 

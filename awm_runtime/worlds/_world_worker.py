@@ -12,6 +12,11 @@ built or imported it narrows to writing existing files in the `episodes/` folder
 frames with request ids on its pipes; what scenario code prints goes to the stderr pipe. It
 dies with the zygote, which dies with the runtime, and it holds no episode state: an episode's
 state is its DB file, so a replacement worker can serve any episode of the scenario.
+
+Tool calls run side by side, each on one of up to `CALL_THREADS` threads with its own event loop:
+generated handlers are async functions that block on SQLite, so one loop would serve them one at a
+time and a slow or hung call would hold up every episode of the scenario (issue 31). Before the
+worker serves, every descriptor its scenario's code opened while importing is pointed at /dev/null.
 """
 
 from __future__ import annotations
@@ -24,9 +29,11 @@ import gc
 import importlib
 import json
 import os
-import shutil
+import queue
+import resource
 import signal
 import socket
+import threading
 import time
 import traceback
 from pathlib import Path
@@ -55,6 +62,8 @@ PRELOAD = ("fastapi", "fastapi.responses", "fastapi.encoders", "fastapi.openapi.
            "json", "re", "typing", "hashlib", "secrets", "random", "math")
 EPISODES = "episodes"  # a scenario directory's folder of episode DBs: all its worker may write once loaded
 _M_ARENA_MAX = -8
+CALL_THREADS = 32  # tool calls a worker runs at once; the pool starts another worker past LOAD_PENALTY
+THREAD_STACK = 4 << 20  # 32 threads x 8 MiB (the default) would take a quarter of the address space limit
 
 
 def describe(exc: BaseException) -> str:
@@ -76,16 +85,25 @@ class Worker:
         self.final = final
         self.unsafe = unsafe
         self.host: ScenarioHost | None = None
+        self.out_fd = -1
+        self.write_lock = threading.Lock()
+        self.calls = _CallThreads(self)
 
     def _load(self, msg: dict[str, Any], import_db: str) -> dict[str, Any]:
         if self.host is not None:
             return {"ok": False, "error": "this world worker already serves a scenario"}
+        before = open_fds()
         host = ScenarioHost(msg["scenario"], msg["code"], import_db=import_db,
                             foreign_keys=bool(msg.get("foreign_keys")),
                             validate_arguments=bool(msg.get("validate_arguments", True)))
         self.loop.run_until_complete(host.start())
+        host.release_import_db()
+        # Loaded: from now on scenario code may write existing episode DBs and nothing else. Narrowed before the
+        # sweep, so a thread the import left running cannot open a new write handle after it.
+        narrow(self.final, unsafe=self.unsafe)
+        swept = blank_fds(open_fds() - before)
         self.host = host
-        return {"ok": True, "tools": host.tools}
+        return {"ok": True, "tools": host.tools, "fds_swept": swept}
 
     def _template(self, msg: dict[str, Any]) -> Path:
         template = Path(msg["template"])
@@ -108,25 +126,26 @@ class Worker:
         return {**reply, "report": report.to_dict()}
 
     def load(self, msg: dict[str, Any]) -> dict[str, Any]:
-        """Import a scenario built by another worker, against a private scratch copy of its template."""
-        template = self._template(msg)
-        scratch = template.with_name(f"import-{os.getpid()}.db")
-        shutil.copyfile(template, scratch)
+        """Import a scenario built by another worker, against a scratch copy of its template that the runtime
+        made in this worker's directory (and removes: the pristine template itself is out of the worker's reach)."""
         try:
-            return self._load(msg, str(scratch))
+            return self._load(msg, str(self._template(msg)))
         except Exception as exc:
             return {"ok": False, "stage": "import", "error": describe(exc)}
-        finally:
-            scratch.unlink(missing_ok=True)
 
-    def call(self, msg: dict[str, Any]) -> dict[str, Any]:
+    def call(self, msg: dict[str, Any], loop: asyncio.AbstractEventLoop) -> dict[str, Any]:
         if self.host is None or self.host.scenario_id != msg["scenario"]:
             return {"ok": False, "error": f"scenario {msg['scenario']!r} is not loaded in this worker"}
         db = Path(msg["db"])
         if db.parent != self.directory / EPISODES:
             return {"ok": False, "error": f"episode DB {db} is outside this worker's directory"}
-        reply = self.loop.run_until_complete(self.host.call(msg["db"], msg["tool"], msg.get("args") or {}))
+        reply = loop.run_until_complete(self.host.call(msg["db"], msg["tool"], msg.get("args") or {}))
         return {"ok": True, **reply}
+
+    def send(self, reply: dict[str, Any]) -> None:
+        frame = encode({**reply, "cpu_s": round(time.process_time(), 3)})
+        with self.write_lock:
+            write_all(self.out_fd, frame)
 
     def handle(self, msg: dict[str, Any]) -> dict[str, Any] | None:
         op = msg.get("op")
@@ -134,26 +153,95 @@ class Worker:
             return None
         if op == "ping":
             return {"ok": True, "pid": os.getpid()}
-        handler = {"build": self.build, "load": self.load, "call": self.call}.get(str(op))
+        handler = {"build": self.build, "load": self.load}.get(str(op))
         if handler is None:
             return {"ok": False, "error": f"unknown op {op!r}"}
-        reply = handler(msg)
-        if op in ("build", "load") and reply.get("ok"):
-            # Loaded: from now on scenario code may write existing episode DBs and nothing else.
-            narrow(self.final, unsafe=self.unsafe)
-        return reply
+        return handler(msg)
 
     def serve(self, in_fd: int, out_fd: int) -> None:
+        self.out_fd = out_fd
         while (msg := read_frame_fd(in_fd)) is not None:
             rid = msg.get("id")
+            if msg.get("op") == "call":
+                self.calls.submit(msg)
+                continue
             try:
                 reply = self.handle(msg)
             except BaseException as exc:  # SystemExit from scenario code included: report, then stop
-                write_all(out_fd, encode({"ok": False, "fatal": True, "error": describe(exc), "id": rid}))
+                self.send({"ok": False, "fatal": True, "error": describe(exc), "id": rid})
                 return
             if reply is None:
                 return
-            write_all(out_fd, encode({**reply, "id": rid, "cpu_s": round(time.process_time(), 3)}))
+            self.send({**reply, "id": rid})
+
+
+class _CallThreads:
+    """Runs tool calls side by side: up to CALL_THREADS threads, started as needed, each with its own loop."""
+
+    def __init__(self, worker: Worker) -> None:
+        self.worker = worker
+        self.jobs: queue.SimpleQueue[dict[str, Any]] = queue.SimpleQueue()
+        self.lock = threading.Lock()
+        self.free = 0  # threads waiting for a job
+        self.threads = 0
+
+    def submit(self, msg: dict[str, Any]) -> None:
+        with self.lock:
+            if self.free:
+                self.free -= 1
+            elif self.threads < CALL_THREADS:
+                self.threads += 1
+                threading.Thread(target=self._run, daemon=True, name=f"call-{self.threads}").start()
+        self.jobs.put(msg)
+
+    def _run(self) -> None:
+        loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(loop)
+        first = True
+        while True:
+            if not first:
+                with self.lock:
+                    self.free += 1
+            first = False
+            msg = self.jobs.get()
+            try:
+                reply = self.worker.call(msg, loop)
+            except BaseException as exc:  # SystemExit from scenario code included: this call's error
+                reply = {"ok": False, "fatal": True, "error": describe(exc)}
+            try:
+                self.worker.send({**reply, "id": msg.get("id")})
+            except Exception as exc:  # a reply that cannot be encoded is this call's failure
+                self.worker.send({"ok": False, "error": f"the tool's reply cannot be sent ({describe(exc)})",
+                                  "id": msg.get("id")})
+
+
+def open_fds() -> set[int]:
+    """The descriptors open in this process, found without /proc (which confined code cannot read)."""
+    limit = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    out = set()
+    for fd in range(min(limit, 1 << 16)):
+        try:
+            os.fstat(fd)
+        except OSError:
+            continue
+        out.add(fd)
+    return out
+
+
+def blank_fds(fds: set[int]) -> int:
+    """Point each of `fds` at /dev/null (read-only): whatever file it held (the import DB, a template opened
+    read-write, a dup of either) is out of reach, and the number stays taken, so a stale SQLite handle never
+    writes into a file opened later under the same number."""
+    if not fds:
+        return 0
+    null = os.open(os.devnull, os.O_RDONLY)
+    try:
+        for fd in fds - {null}:
+            with contextlib.suppress(OSError):
+                os.dup2(null, fd)
+    finally:
+        os.close(null)
+    return len(fds)
 
 
 def _worker_main(fds: tuple[int, int, int], spec: dict[str, Any], zygote: int, unsafe: bool) -> None:
@@ -176,6 +264,7 @@ def _worker_main(fds: tuple[int, int, int], spec: dict[str, Any], zygote: int, u
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     confine(Confinement(limits, creatable=(str(directory),), threads=True), unsafe=unsafe)
     final = Confinement(limits, readable=(str(directory),), writable=(str(episodes),), threads=True)
+    threading.stack_size(THREAD_STACK)
     loop = asyncio.new_event_loop()  # its self-pipe socketpair is made now, before scenario code
     asyncio.set_event_loop(loop)
     Worker(loop, directory, final, unsafe).serve(in_fd, out_fd)

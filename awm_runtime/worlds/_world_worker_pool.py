@@ -8,10 +8,12 @@ used idle worker is stopped when `max_workers` are alive, and `evict` stops a sc
 when the world is done with it (issue 18's residency).
 
 Every frame carries a request id and one reader task per worker hands each reply to the future of
-its id. A worker runs one request at a time: a request whose caller is cancelled keeps the worker
-until its reply comes (and is discarded) or its time runs out (and the worker is replaced), so a
-reply can never reach another request. A request that hangs or kills its worker costs that
-request: the requests queued behind it go on in a replacement.
+its id, so a reply can never reach another request. A worker runs its scenario's tool calls side by
+side (threads in the worker, issue 31): a slow call delays its own episode only. A call that passes
+its timeout *retires* its worker: no new call goes to it, calls go to a new one, and the old one is
+killed once the calls it still runs have ended. When a worker dies with several calls in flight,
+any of them may have killed it: each is run once more, alone in a worker of its own (at most
+`SUSPECTS` at once per scenario), so a call that kills its worker again ends its own episode only.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import os
 import signal
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,6 +44,7 @@ log = structlog.get_logger("awm_runtime.worlds")
 # scenario with a penalty of 8, 1.0 with 64.)
 LOAD_PENALTY = 64
 RECYCLE_CPU_SHARE = 0.8  # a worker that has used this share of its CPU limit is replaced between requests
+SUSPECTS = 8  # calls of a scenario run again at once, each alone in a worker of its own, after a worker died
 
 
 def default_workers() -> int:
@@ -61,31 +65,50 @@ class PoolOptions:
 
 
 class _Died(Exception):
-    """The worker's reply pipe closed: it exited or was killed."""
+    """The worker's reply pipe closed: it exited or was killed. `in_flight`: calls it was running then."""
+
+    def __init__(self, why: str, in_flight: int = 1) -> None:
+        super().__init__(why)
+        self.in_flight = in_flight
+
+
+class _Gone(Exception):
+    """The worker picked for a request ended before the request could start: pick another."""
+
+
+class _Collateral(WorldError):
+    """The worker died while this call ran beside others: any of them may have killed it."""
 
 
 class _WorldWorker:
-    """A slot for one scenario's worker process: restarted when it dies, one request at a time."""
+    """One world worker process of a scenario, started on first use. Calls run side by side in it; when one
+    passes its timeout the worker *retires*: it takes no new call and is killed once the calls it still runs
+    have ended, so a hung call costs its own episode only."""
 
     def __init__(self, pool: WorldWorkerPool, scenario: str) -> None:
         self.pool, self.scenario = pool, scenario
         self.pid: int | None = None
         self.writer: asyncio.StreamWriter | None = None
-        self.lock = asyncio.Lock()
+        self.start_lock = asyncio.Lock()
         self.pending: dict[int, asyncio.Future[dict[str, Any]]] = {}
         self.queued = 0
         self.loaded = False
-        self.started = 0
+        self.ended = False  # died, was killed or retired: never used again
+        self.retiring = False
         self.cpu_s = 0.0
         self.last_used = time.monotonic()
-        self.handed_off = False  # the lock now belongs to a task awaiting a cancelled request's reply
         self.stderr: deque[str] = deque(maxlen=20)
         self._ids = itertools.count(1)
         self._tasks: list[asyncio.Task[None]] = []
+        self._death: asyncio.Future[str] | None = None
 
     @property
     def alive(self) -> bool:
         return self.pid is not None
+
+    @property
+    def usable(self) -> bool:
+        return not self.ended and not self.retiring
 
     async def _start(self) -> None:
         directory = self.pool.directory(self.scenario)
@@ -103,19 +126,15 @@ class _WorldWorker:
         self.writer = asyncio.StreamWriter(transport, protocol, None, loop)
         self.pid, self.loaded, self.cpu_s = pid, False, 0.0
         self.pool.started += 1
-        self.pending = {}  # each process its own: a dead one's reader fails only its own requests
-        self.started += 1
-        self.stderr.clear()
-        self._tasks = [loop.create_task(self._read(reader, pid, self.pending)), loop.create_task(self._drain(errors))]
+        self._tasks = [loop.create_task(self._read(reader)), loop.create_task(self._drain(errors))]
 
-    async def _read(self, reader: asyncio.StreamReader, pid: int,
-                    pending: dict[int, asyncio.Future[dict[str, Any]]]) -> None:
+    async def _read(self, reader: asyncio.StreamReader) -> None:
         """Hand each reply to the future of its id; a reply nobody waits for any more is dropped."""
         try:
             while True:
                 reply = await read_frame(reader)
                 rid = reply.pop("id", None) if isinstance(reply, dict) else None
-                future = pending.pop(rid, None) if isinstance(rid, int) else None
+                future = self.pending.pop(rid, None) if isinstance(rid, int) else None
                 if future is None:
                     log.debug("world_reply_discarded", scenario=self.scenario, request=rid)
                     continue
@@ -123,13 +142,13 @@ class _WorldWorker:
                 if not future.done():
                     future.set_result(reply)
         except (asyncio.IncompleteReadError, ConnectionError, FrameError, OSError, ValueError) as exc:
-            died = _Died(type(exc).__name__)
-        if self.pid == pid:
-            self._forget()
-        for future in pending.values():
+            why = type(exc).__name__
+        in_flight = len(self.pending)
+        self._forget()
+        for future in self.pending.values():
             if not future.done():
-                future.set_exception(died)
-        pending.clear()
+                future.set_exception(_Died(why, in_flight))
+        self.pending.clear()
 
     async def _drain(self, errors: asyncio.StreamReader) -> None:
         """Keep the worker's stderr flowing (a full pipe would block it) and remember its tail, whatever
@@ -143,21 +162,39 @@ class _WorldWorker:
             self.stderr.append(tail.decode(errors="replace").rstrip()[:300])
 
     def _forget(self) -> None:
-        self.pid, self.loaded = None, False
+        self.pid, self.loaded, self.ended = None, False, True
         if self.writer is not None:
             self.writer.close()
             self.writer = None
+        self.pool.forget(self)
 
     def kill(self) -> None:
         if self.pid is not None:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(self.pid, signal.SIGKILL)
+        self.ended = True
         self._forget()
+
+    def retire(self, why: str) -> None:
+        """Take no new call; killed once the calls it still runs have ended (now, if there are none)."""
+        if self.ended:
+            return
+        if not self.retiring:
+            log.info("world_worker_retired", scenario=self.scenario, pid=self.pid, why=why, in_flight=len(self.pending))
+        self.retiring = True
+        self.pool.forget(self)
+        self._settle()
+
+    def _settle(self) -> None:
+        if self.retiring and not self.pending and not self.ended:
+            self.pool.replaced += 1
+            self.kill()
 
     async def stop(self) -> None:
         """Ask the worker to exit (it holds no state), then kill it if it lingers."""
         pid, writer = self.pid, self.writer
         if pid is None or writer is None:
+            self.ended = True
             return
         try:
             writer.write(encode({"op": "exit", "id": 0}))
@@ -175,86 +212,108 @@ class _WorldWorker:
         lines = [ln for ln in self.stderr if ln.strip()]
         return f"; last output: {lines[-1]}" if lines else ""
 
-    async def _died(self, pid: int | None, what: str) -> WorldError:
+    async def _died(self, pid: int | None, what: str, in_flight: int = 1) -> WorldError:
+        if self._death is None:  # the first of its calls to learn of the death asks how it ended, once
+            self._death = asyncio.ensure_future(self._death_text(pid))
+        text = f"{what}: {await asyncio.shield(self._death)}"
+        return _Collateral(text) if in_flight > 1 else WorldError(text)
+
+    async def _death_text(self, pid: int | None) -> str:
         drain = self._tasks[1] if len(self._tasks) > 1 else None
         status = None if pid is None else await self.pool.zygote.status(pid)
         if drain is not None:  # the process is gone: its stderr ends soon; take its last lines
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(asyncio.shield(drain), 0.5)
-        return WorldError(f"{what}: the world worker died ({exit_text(status)}){self._tail()}; it is replaced")
+        return f"the world worker died ({exit_text(status)}){self._tail()}; it is replaced"
 
     async def request(self, msg: dict[str, Any], limit_s: float, what: str, *, load: bool = True) -> dict[str, Any]:
-        """Send one request once the worker is free (starting and loading it first if needed), await its reply."""
-        await self.lock.acquire()
+        """Send one request (starting and loading the worker first if needed) and await its reply. Builds and
+        imports run alone; tool calls run side by side."""
         try:
-            if not self.alive:
-                await self._start()
-            if load and not self.loaded:
-                reply = await self._exchange(self.pool.load_message(self.scenario), self.pool.options.load_timeout_s,
-                                             f"importing scenario {self.scenario!r}")
-                if not reply.get("ok"):
-                    self.kill()
-                    raise WorldError(f"scenario {self.scenario!r} failed to import: {reply.get('error')}")
-                self.loaded = True
-                self.pool.imports += 1
-                log.info("scenario_imported", scenario=self.scenario, pid=self.pid,
-                         note="imported again: a second worker of the scenario, or a replacement")
+            if msg.get("op") == "build" or not self.alive or (load and not self.loaded):
+                async with self.start_lock:
+                    if self.ended or self.retiring:
+                        raise _Gone(what)
+                    if not self.alive:
+                        await self._start()
+                    if load and not self.loaded:
+                        await self._load()
+                    if msg.get("op") == "build":
+                        reply = await self._exchange(msg, limit_s, what)
+                        self.loaded = bool(reply.get("ok"))
+                        return reply
             reply = await self._exchange(msg, limit_s, what)
-            if msg.get("op") == "build" and reply.get("ok"):
-                self.loaded = True
             if self.cpu_s > RECYCLE_CPU_SHARE * self.pool.options.cpu_s:
-                await self.stop()  # replaced before its CPU limit could end a request
+                self.retire("cpu")  # replaced before its CPU limit could end a request
             return reply
         finally:
             self.last_used = time.monotonic()
-            if self.handed_off:
-                self.handed_off = False
-            else:
-                self.lock.release()
+
+    async def _load(self) -> None:
+        msg = await self.pool.load_message(self.scenario)
+        try:
+            reply = await self._exchange(msg, self.pool.options.load_timeout_s,
+                                         f"importing scenario {self.scenario!r}")
+        finally:
+            with contextlib.suppress(OSError):
+                os.unlink(msg["template"])  # the scratch copy (the worker may no longer remove files)
+        if not reply.get("ok"):
+            self.kill()
+            raise WorldError(f"scenario {self.scenario!r} failed to import: {reply.get('error')}")
+        self.loaded = True
+        self.pool.imports += 1
+        log.info("scenario_imported", scenario=self.scenario, pid=self.pid,
+                 note="imported again: a second worker of the scenario, or a replacement")
 
     async def _exchange(self, msg: dict[str, Any], limit_s: float, what: str) -> dict[str, Any]:
-        """Send one frame and await the reply with its id. If the caller is cancelled first, the lock
-        passes to a task that awaits (and drops) the orphaned reply, so the next request gets its own."""
-        pid, pending = self.pid, self.pending
+        """Send one frame and await the reply with its id. A caller cancelled first leaves its reply to a task
+        that drops it (or retires the worker when the call outlives its timeout)."""
+        pid = self.pid
         if self.writer is None:  # it died between its start (or last reply) and this request
             raise await self._died(pid, what)
         rid = next(self._ids)
         loop = asyncio.get_running_loop()
         future: asyncio.Future[dict[str, Any]] = loop.create_future()
-        pending[rid] = future
+        self.pending[rid] = future
         deadline = loop.time() + limit_s
+        orphaned = False
         try:
             self.writer.write(encode({**msg, "id": rid}))
             await self.writer.drain()
             return await asyncio.wait_for(asyncio.shield(future), limit_s)
         except asyncio.CancelledError:
             if not future.done() and self.pid == pid:
-                self.handed_off = True
-                reap_later(self._await_orphan(rid, future, pending, deadline))  # releases the lock
+                orphaned = True
+                reap_later(self._await_orphan(rid, future, deadline))
             raise
         except TimeoutError:
-            self.kill()
+            self.pending.pop(rid, None)
+            self.retire(f"{what} timed out")
             raise WorldError(f"{what} did not finish within {limit_s:g}s; its world worker was stopped "
                              "and is replaced") from None
-        except (_Died, ConnectionError, RuntimeError) as exc:
+        except _Died as exc:
             self.kill()
-            raise await self._died(pid, what) from exc
+            raise await self._died(pid, what, exc.in_flight) from exc
+        except (ConnectionError, RuntimeError) as exc:  # it died as this call was sent: maybe for another call
+            self.kill()
+            raise await self._died(pid, what, in_flight=2) from exc
         finally:
-            if not self.handed_off:
-                pending.pop(rid, None)
+            if not orphaned:
+                self.pending.pop(rid, None)
+                self._settle()
 
-    async def _await_orphan(self, rid: int, future: asyncio.Future[dict[str, Any]],
-                            pending: dict[int, asyncio.Future[dict[str, Any]]], deadline: float) -> None:
-        """A cancelled request's reply is still coming: keep the worker busy until it does, then drop it."""
+    async def _await_orphan(self, rid: int, future: asyncio.Future[dict[str, Any]], deadline: float) -> None:
+        """A cancelled request's reply is still coming: drop it when it does; retire the worker if it never does."""
         try:
             await asyncio.wait_for(future, max(0.0, deadline - asyncio.get_running_loop().time()))
         except TimeoutError:
-            self.kill()
-        except Exception:  # the worker died: the next request restarts it
+            self.pending.pop(rid, None)
+            self.retire("a cancelled call outlived its timeout")
+        except Exception:  # the worker died: the next request starts another
             pass
         finally:
-            pending.pop(rid, None)
-            self.lock.release()
+            self.pending.pop(rid, None)
+            self._settle()
 
 
 @dataclass(frozen=True, slots=True)
@@ -262,7 +321,7 @@ class LoadSpec:
     """What any worker needs to import a scenario that has been built."""
 
     code: str
-    template: str
+    clone: Callable[[str], None]  # copies the pristine template (hash checked) to the path given
     foreign_keys: bool
 
 
@@ -276,6 +335,9 @@ class WorldWorkerPool:
         self.zygote = Zygote(module, self.options.unsafe)
         self.workers: dict[str, list[_WorldWorker]] = {}
         self._specs: dict[str, LoadSpec] = {}
+        self._quarantine: dict[str, asyncio.Semaphore] = {}
+        self._suspects: dict[str, set[_WorldWorker]] = {}
+        self._scratch_ids = itertools.count(1)
         self._dirs: dict[str, str] = {}
         self.replaced = 0  # workers replaced after a failure
         self.started = 0  # worker processes started
@@ -297,49 +359,78 @@ class WorldWorkerPool:
             raise WorldError(f"scenario {scenario!r} has not been built")
         return directory
 
-    def load_message(self, scenario: str) -> dict[str, Any]:
+    async def load_message(self, scenario: str) -> dict[str, Any]:
+        """An import for a further worker, against a fresh scratch copy of the pristine template."""
         spec = self._specs.get(scenario)
         if spec is None:
             raise WorldError(f"scenario {scenario!r} has not been built")
-        return {"op": "load", "scenario": scenario, "code": spec.code, "template": spec.template,
+        scratch = os.path.join(self.directory(scenario), f"import-{next(self._scratch_ids)}.db")
+        await asyncio.to_thread(spec.clone, scratch)
+        return {"op": "load", "scenario": scenario, "code": spec.code, "template": scratch,
                 "foreign_keys": spec.foreign_keys, "validate_arguments": self.options.validate_arguments}
 
     def _pick(self, scenario: str) -> _WorldWorker:
         slots = self.workers.setdefault(scenario, [])
-        best = min(slots, key=lambda w: w.queued, default=None)
-        if best is None or (best.queued >= LOAD_PENALTY and len(slots) < self.replicas):
+        usable = [w for w in slots if w.usable]
+        best = min(usable, key=lambda w: w.queued, default=None)
+        if best is None or (best.queued >= LOAD_PENALTY and len(usable) < self.replicas):
             self._make_room()
             best = _WorldWorker(self, scenario)
             slots.append(best)
         return best
+
+    def forget(self, worker: _WorldWorker) -> None:
+        """`worker` takes no new request (it died, was stopped, or retires)."""
+        slots = self.workers.get(worker.scenario)
+        if slots is not None and worker in slots:
+            slots.remove(worker)
+        self._suspects.get(worker.scenario, set()).discard(worker)
+
+    def _suspect_worker(self, scenario: str) -> _WorldWorker:
+        """A worker of its own for one call run again after a death (it retires after that call)."""
+        w = _WorldWorker(self, scenario)
+        self._suspects.setdefault(scenario, set()).add(w)
+        return w
 
     def _make_room(self) -> None:
         """At `max_workers` live workers, stop the least recently used idle one (Python cannot unload a module)."""
         live = [w for ws in self.workers.values() for w in ws if w.alive]
         if len(live) < self.options.max_workers:
             return
-        idle = [w for w in live if w.queued == 0 and not w.lock.locked()]
+        idle = [w for w in live if w.queued == 0 and not w.pending and not w.start_lock.locked()]
         if idle:
             victim = min(idle, key=lambda w: w.last_used)
-            self.workers[victim.scenario].remove(victim)
+            self.forget(victim)
             reap_later(victim.stop())
 
     async def _request(self, scenario: str, msg: dict[str, Any], limit_s: float, what: str, *,
-                       check: bool = True) -> dict[str, Any]:
-        """Run one request on a worker of `scenario`. A reply with ok=false replaces the worker and raises
-        WorldError, or is returned if not `check`."""
-        w = self._pick(scenario)
-        w.queued += 1
-        try:
-            reply = await w.request(msg, limit_s, what, load=msg["op"] != "build")
-        except WorldError:
-            self.replaced += 1
-            raise
-        finally:
-            w.queued -= 1
+                       check: bool = True, suspect: bool = False) -> dict[str, Any]:
+        """Run one request on a worker of `scenario` (`suspect`: on the worker for calls run again). A reply with
+        ok=false ends the worker (a call's: once its other calls have ended) and raises WorldError, or is returned
+        if not `check`."""
+        for _ in range(8):
+            w = self._suspect_worker(scenario) if suspect else self._pick(scenario)
+            w.queued += 1
+            try:
+                reply = await w.request(msg, limit_s, what, load=msg["op"] != "build")
+            except _Gone:
+                continue
+            except WorldError:
+                self.replaced += 1
+                raise
+            finally:
+                w.queued -= 1
+                if suspect:
+                    w.retire("its one call ended")
+            break
+        else:
+            raise WorldError(f"{what}: no world worker could take it")
         if not reply.get("ok"):
             self.replaced += 1
-            w.kill()  # a failed import or a fatal error leaves the worker in an unknown state
+            if msg["op"] == "call":
+                w.retire(f"{what} failed")  # the worker may be in a bad state; its other calls finish first
+            else:
+                w.kill()  # a failed import leaves the worker in an unknown state
             if not check:
                 return reply
             raise WorldError(f"{what} failed: {reply.get('error')}") from None
@@ -347,10 +438,11 @@ class WorldWorkerPool:
 
     async def build(self, scenario: str, payload: dict[str, Any], template: str,
                     foreign_keys: bool) -> dict[str, Any]:
-        """Build a scenario's template DB and import its app in a new worker confined to the template's folder.
+        """Build a scenario's DB and import its app in a new worker confined to the DB's folder.
 
         The reply holds `tools` and the build `report`, or ok=false with the `stage` that failed
-        (build or import), its `error`, and the report when the DB was built.
+        (build or import), its `error`, and the report when the DB was built. The caller then keeps a
+        pristine copy of the DB and registers how other workers import the scenario (`register`).
         """
         self._dirs[scenario] = os.path.dirname(template)
         msg = {"op": "build", "scenario": scenario, "template": template, "foreign_keys": foreign_keys,
@@ -360,15 +452,25 @@ class WorldWorkerPool:
                                     check=False)
         if not reply.get("ok"):
             return reply
-        self._specs[scenario] = LoadSpec(payload["code"], template, foreign_keys)
         self.imports += 1
         reply["elapsed_ms"] = (time.perf_counter() - started) * 1000
         return reply
 
+    def register(self, scenario: str, spec: LoadSpec) -> None:
+        """How further workers of `scenario` import it: its code, and a scratch copy of its pristine template."""
+        self._specs[scenario] = spec
+
     async def call(self, scenario: str, db: str, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
         msg = {"op": "call", "scenario": scenario, "db": db, "tool": tool, "args": arguments}
-        return await self._request(scenario, msg, self.options.tool_timeout_s,
-                                   f"tool {tool!r} of scenario {scenario!r}")
+        what = f"tool {tool!r} of scenario {scenario!r}"
+        try:
+            return await self._request(scenario, msg, self.options.tool_timeout_s, what)
+        except _Collateral as exc:
+            # Its worker died running it beside other calls: it may not be the culprit. Run it once more, alone
+            # in a worker of its own, so that the culprit ends its own episode and nothing else.
+            log.info("world_call_run_again", scenario=scenario, tool=tool, why=str(exc)[:200])
+            async with self._quarantine.setdefault(scenario, asyncio.Semaphore(SUSPECTS)):
+                return await self._request(scenario, msg, self.options.tool_timeout_s, what, suspect=True)
 
     def evict(self, scenario: str) -> None:
         """The world will not call `scenario` again unless it builds it anew: stop its workers (their
@@ -376,18 +478,19 @@ class WorldWorkerPool:
         request's call exits when that call ends."""
         self._specs.pop(scenario, None)
         self._dirs.pop(scenario, None)
-        for w in self.workers.pop(scenario, []):
+        self._quarantine.pop(scenario, None)
+        for w in [*self.workers.pop(scenario, []), *self._suspects.pop(scenario, set())]:
             reap_later(w.stop())
 
     async def aclose(self) -> None:
-        await asyncio.gather(*(w.stop() for ws in self.workers.values() for w in ws), return_exceptions=True)
+        every = [*(w for ws in (*self.workers.values(), *self._suspects.values()) for w in ws)]
+        await asyncio.gather(*(w.stop() for w in every), return_exceptions=True)
         await self.zygote.aclose()
 
     def close(self) -> None:
         """Synchronous stop: SIGKILL every worker and the zygote (they hold no state worth saving)."""
-        for ws in self.workers.values():
-            for w in ws:
-                w.kill()
+        for w in [*(w for ws in (*self.workers.values(), *self._suspects.values()) for w in ws)]:
+            w.kill()
         if self.zygote.sock is not None:
             self.zygote.sock.close()
             self.zygote.sock = None

@@ -291,7 +291,7 @@ async def test_an_abandoned_socket_frees_its_session(builtin_world: Any) -> None
         assert await until(lambda: served.hub.active == 0 and episode_files() == 0)
         # 2. The peer vanishes without a trace (no FIN): pings go unanswered and the server gives up on it.
         reader, writer = await asyncio.open_connection("127.0.0.1", int(served.url.rsplit(":", 1)[1]))
-        writer.write(b"GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+        writer.write(b"GET /ws HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
                      b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n")
         assert b"101" in (await reader.readuntil(b"\r\n\r\n"))
         assert served.hub.active == 1

@@ -244,12 +244,12 @@ async def test_evicting_a_scenario_stops_its_world_workers_and_removes_its_direc
     try:
         a = await world.open(first[0], episode_id="a")
         assert (await a.call_tool(call("list_notes"))).is_error is False
-        directory = a.initial_db.parent
+        directory, template = world.workdir / "tiny_notes_0000", a.initial_db
         workers = [w.pid for w in world.pool.workers["tiny_notes_0000"] if w.pid is not None]
         assert workers and all(p in world.pool.pids() for p in workers)
         b = await world.open(first[1], episode_id="b")
         await a.close()  # no idle scenario is kept: a's goes now, b's stays while its episode is open
-        assert "tiny_notes_0000" not in world.pool.workers and not directory.exists()
+        assert "tiny_notes_0000" not in world.pool.workers and not directory.exists() and not template.exists()
         for _ in range(200):  # the stop runs on the loop: wait for it there, boundedly
             if all(process_gone(p, within_s=0.01) for p in workers):
                 break

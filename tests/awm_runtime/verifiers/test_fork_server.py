@@ -1,0 +1,133 @@
+"""The verifier server outlives every result a job can produce: one that cannot be encoded (a lone surrogate,
+an integer past 64 bits, a 300-deep list) or bytes that are no reply at all fail that job, with a reason, while
+a bystander verification in flight at the same time completes and the server keeps its pid."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import os
+import shutil
+import sqlite3
+import tempfile
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from awm_runtime.isolation import decode
+from awm_runtime.isolation._frames import HEADER
+from awm_runtime.verifiers import Sandbox
+from awm_runtime.verifiers._fork_server import _Child, reply_frame
+
+
+@pytest.fixture
+def db() -> Iterator[Path]:
+    root = Path(tempfile.mkdtemp(prefix="awm-fuzz-", dir="/dev/shm" if os.access("/dev/shm", os.W_OK) else None))
+    root.chmod(0o711)
+    path = root / "final.db"
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE t (id INTEGER)")
+    conn.commit()
+    conn.close()
+    path.chmod(0o444)
+    yield path
+    shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture
+async def sandbox() -> AsyncIterator[Sandbox]:
+    box = Sandbox(memory_mb=256)
+    yield box
+    await box.aclose()
+
+
+def _frame(buf: bytes, killed: str = "") -> dict[str, Any]:
+    child = _Child(pid=1, job_id=7, deadline=0.0, started=0.0, timeout_s=1.0, cpu_s=1, buf=bytearray(buf),
+                   killed=killed)
+    data = reply_frame(child, 0, 1.5)
+    (size,) = HEADER.unpack_from(data)
+    assert size == len(data) - HEADER.size
+    reply = decode(data[HEADER.size:])
+    assert isinstance(reply, dict) and reply["id"] == 7 and isinstance(reply["ok"], bool), reply
+    return reply
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=200))
+def test_any_bytes_from_a_child_make_a_readable_reply(buf: bytes) -> None:
+    reply = _frame(buf)
+    if not reply["ok"]:
+        assert reply["error"]
+
+
+JSONISH = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(st.characters(codec=None, categories=None)),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=5), inner, max_size=4),
+    max_leaves=20)
+
+
+@settings(max_examples=300, deadline=None)
+@given(JSONISH)
+def test_whatever_json_a_child_writes_the_server_can_forward(value: Any) -> None:
+    import json
+
+    buf = json.dumps({"ok": True, "value": value}).encode()  # what an escaped child could write, surrogates too
+    reply = _frame(buf)
+    assert reply["ok"] or "not JSON" in reply["error"] or "unreadable" in reply["error"]
+
+
+def _literal(value: Any) -> str:
+    """Python source for `value` that the restricted verifier can evaluate (nan and inf included)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"float({str(value)!r})"
+    if isinstance(value, list):
+        return "[" + ", ".join(_literal(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{_literal(k)}: {_literal(v)}" for k, v in value.items()) + "}"
+    return repr(value)
+
+
+def _verifier(value_code: str, depth: int = 0) -> str:
+    return (f"def verify_x(final_db_path):\n    x = {value_code}\n    for _ in range({depth}):\n        x = [x]\n"
+            "    return {'result': 'others', 'value': x}\n")
+
+
+BYSTANDER = "def verify_x(final_db_path):\n    import sqlite3\n    sqlite3.connect(final_db_path)\n" \
+            "    return {'result': 'complete'}\n"
+
+
+async def _with_bystander(sandbox: Sandbox, db: Path, code: str) -> Any:
+    kwargs = {"final_db_path": str(db)}
+    hostile, bystander = await asyncio.gather(sandbox.run(code, "verify_x", kwargs, timeout_s=5.0),
+                                              sandbox.run(BYSTANDER, "verify_x", kwargs, timeout_s=5.0))
+    assert bystander.error is None and bystander.value == {"result": "complete"}, bystander
+    return hostile
+
+
+@pytest.mark.parametrize(("value_code", "depth", "why"), [
+    ("chr(0xD800)", 0, "surrogates not allowed"),
+    ("10 ** 30", 0, "64-bit"),
+    ("0", 300, "ecursion"),
+])
+async def test_an_unencodable_result_is_that_jobs_failure(sandbox: Sandbox, db: Path, value_code: str, depth: int,
+                                                          why: str) -> None:
+    await sandbox.run(BYSTANDER, "verify_x", {"final_db_path": str(db)})
+    pid = sandbox.pid
+    result = await _with_bystander(sandbox, db, _verifier(value_code, depth))
+    assert result.value is None and result.fault == "verifier", result
+    assert "not JSON" in (result.error or "") and why in (result.error or ""), result.error
+    assert sandbox.pid == pid  # the server lived through it
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(value=JSONISH, depth=st.integers(0, 400))
+async def test_fuzzed_results_never_end_the_server(sandbox: Sandbox, db: Path, value: Any, depth: int) -> None:
+    await sandbox.run(BYSTANDER, "verify_x", {"final_db_path": str(db)})
+    pid = sandbox.pid
+    result = await _with_bystander(sandbox, db, _verifier(_literal(value), depth))
+    assert result.error is None or result.fault in ("verifier", "raised"), result
+    assert sandbox.pid == pid

@@ -1,0 +1,239 @@
+"""One scenario's fault stays in its own episodes (issue 31): a hung or slow call delays only its own episode,
+a crash or SystemExit beside other calls costs only the culprit, and a template cannot be changed by the code
+that imported against it. A bystander scenario's episodes, running at the same time, complete."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sqlite3
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from awm_runtime._errors import WorldError
+from awm_runtime._types import ToolCall
+from awm_runtime.worlds import WorldOptions, load_worlds
+from awm_runtime.worlds._pack import merge_rows, scenario_rows, write_dataset
+
+FAULTY = '''import mmap, os, sqlite3, stat, time
+from fastapi import FastAPI, Query
+from sqlalchemy import Column, Integer, String, create_engine
+from sqlalchemy.orm import declarative_base, sessionmaker
+URL = os.getenv("DATABASE_PATH", "sqlite:///x.db")
+engine = create_engine(URL)
+Session = sessionmaker(bind=engine)
+Base = declarative_base()
+app = FastAPI(title="Faulty")
+DB = URL[len("sqlite:///"):]
+# Poison kit, kept from the import: a read-write descriptor, a dup of it, a shared writable mapping of the
+# file, and an open SQLite connection; and the path, to reopen it directly or through /proc.
+FD = os.open(DB, os.O_RDWR)
+DUP = os.dup(FD)
+MAP = mmap.mmap(FD, 0, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+CONN = sqlite3.connect(DB, check_same_thread=False)
+
+
+class Row(Base):
+    __tablename__ = "rows"
+    id = Column(Integer, primary_key=True)
+    name = Column(String)
+
+
+def attempt(fn):
+    try:
+        got = fn()
+    except BaseException as exc:
+        return f"blocked: {type(exc).__name__}"
+    return "done" if got is None else f"done: {got}"
+
+
+def reopen_via_proc():
+    fd = os.open(f"/proc/self/fd/{FD}", os.O_RDWR)
+    try:
+        os.pwrite(fd, b"\\0" * 100, 0)
+        return "a character device" if stat.S_ISCHR(os.fstat(fd).st_mode) else "a file"
+    finally:
+        os.close(fd)
+
+
+@app.get("/count", operation_id="count", summary="Count rows")
+async def count():
+    s = Session()
+    n = s.query(Row).count()
+    s.close()
+    return {"rows": n}
+
+
+@app.post("/poison", operation_id="poison", summary="Rewrite the template every way it can")
+async def poison():
+    def sql():
+        CONN.execute("INSERT INTO rows (name) VALUES ('poison')")
+        CONN.commit()
+    out = {
+        "fd": attempt(lambda: os.pwrite(FD, b"\\0" * 100, 0)),
+        "dup": attempt(lambda: os.pwrite(DUP, b"\\0" * 100, 0)),
+        "mmap": attempt(lambda: MAP.__setitem__(slice(0, 16), b"\\0" * 16)),
+        "sqlite": attempt(sql),
+        "reopen": attempt(lambda: os.close(os.open(DB, os.O_RDWR))),
+        "proc_fd": attempt(reopen_via_proc),
+        "attach": attempt(lambda: sqlite3.connect(":memory:").execute(f"ATTACH '{DB}' AS t")),
+    }
+    return out
+
+
+@app.get("/hang", operation_id="hang", summary="Never answers")
+async def hang():
+    while True:
+        time.sleep(0.5)
+
+
+@app.get("/slow", operation_id="slow", summary="Answers after a while")
+async def slow(seconds: float = Query(...), tag: str = Query(...)):
+    time.sleep(seconds)
+    return {"tag": tag}
+
+
+@app.get("/crash", operation_id="crash", summary="Kills its own process")
+async def crash():
+    time.sleep(0.05)
+    os._exit(3)
+
+
+@app.get("/exit", operation_id="exit_now", summary="Raises SystemExit")
+async def exit_now():
+    raise SystemExit(4)
+'''
+VERIFY_INITIAL = '''def verify_task_completion(initial_db_path, final_db_path):
+    import sqlite3
+    names = [r[0] for r in sqlite3.connect(initial_db_path).execute("SELECT name FROM rows")]
+    return {"result": "complete" if names == ["seed"] else "others", "initial": names}
+'''
+TABLE = [{"name": "rows", "ddl": "CREATE TABLE rows (id INTEGER PRIMARY KEY, name TEXT)"}]
+SEED = {"rows": ["INSERT INTO rows (name) VALUES ('seed')"]}
+
+
+@pytest.fixture(scope="module")
+def faults_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("faults")
+    write_dataset(out, merge_rows(*(scenario_rows(name, FAULTY, tables=TABLE, inserts=SEED, tasks=["Do."],
+                                                  code_verifiers={0: VERIFY_INITIAL})
+                                    for name in ("Faulty", "Bystander"))))
+    return out
+
+
+@pytest.fixture
+async def world(faults_dir: Path) -> Any:
+    w = load_worlds(faults_dir, options=WorldOptions(tool_timeout_s=1.5, workers=2))
+    yield w
+    await w.aclose()
+
+
+def call(tool: str, **args: Any) -> ToolCall:
+    return ToolCall(id=tool, name=tool, arguments=args)
+
+
+async def sessions(world: Any, scenario: str, n: int) -> list[Any]:
+    task = next(t for t in world.tasks() if t.scenario == scenario)
+    return [await world.open(task, episode_id=f"{scenario}{i}") for i in range(n)]
+
+
+async def timed(coro: Any) -> tuple[float, Any]:
+    started = time.perf_counter()
+    try:
+        result: Any = await coro
+    except WorldError as exc:
+        result = exc
+    return time.perf_counter() - started, result
+
+
+async def bystanders_complete(world: Any, n: int = 3) -> None:
+    by = await sessions(world, "bystander", n)
+    results = await asyncio.gather(*(s.call_tool(call("count")) for s in by))
+    assert all(json.loads(r.text) == {"rows": 1} for r in results)
+    verdicts = await asyncio.gather(*(s.verify("", []) for s in by))
+    assert all(v.result == "complete" for v in verdicts), verdicts
+    for s in by:
+        await s.close()
+
+
+async def test_hung_calls_cost_their_own_episodes_only(world: Any) -> None:
+    faulty = await sessions(world, "faulty", 8)
+    await faulty[0].call_tool(call("count"))  # built and imported
+    await bystanders_complete(world, 1)
+    hung = [timed(s.call_tool(call("hang"))) for s in faulty[:5]]
+    slow = [timed(s.call_tool(call("slow", seconds=0.4, tag=f"s{i}"))) for i, s in enumerate(faulty[5:])]
+    results: list[Any] = await asyncio.gather(*hung, *slow, bystanders_complete(world))
+    for elapsed, result in results[:5]:
+        assert isinstance(result, WorldError) and "did not finish within 1.5s" in str(result)
+        assert elapsed < 1.5 * 1.2 + 0.5  # each ends at its own timeout, not one after another
+    for i, (elapsed, result) in enumerate(results[5:8]):
+        assert json.loads(result.text) == {"tag": f"s{i}"} and elapsed < 1.2
+    again = await faulty[0].call_tool(call("count"))  # the hung worker was retired; the scenario goes on
+    assert json.loads(again.text) == {"rows": 1}
+    for s in faulty:
+        await s.close()
+
+
+async def test_slow_calls_of_one_scenario_run_side_by_side(world: Any) -> None:
+    faulty = await sessions(world, "faulty", 10)
+    await faulty[0].call_tool(call("count"))
+    started = time.perf_counter()
+    results = await asyncio.gather(*(s.call_tool(call("slow", seconds=0.5, tag=f"t{i}")) for i, s in enumerate(faulty)))
+    elapsed = time.perf_counter() - started
+    assert [json.loads(r.text)["tag"] for r in results] == [f"t{i}" for i in range(10)]
+    assert elapsed < 2.0, elapsed  # one after another would take 5 s
+    for s in faulty:
+        await s.close()
+
+
+@pytest.mark.parametrize("culprit", ["crash", "exit_now"])
+async def test_a_call_that_ends_its_worker_costs_its_own_episode(world: Any, culprit: str) -> None:
+    faulty = await sessions(world, "faulty", 6)
+    await faulty[0].call_tool(call("count"))
+    calls = [faulty[0].call_tool(call(culprit)),
+             *(s.call_tool(call("slow", seconds=0.2, tag=f"b{i}")) for i, s in enumerate(faulty[1:]))]
+    results: list[Any] = await asyncio.gather(*calls, bystanders_complete(world), return_exceptions=True)
+    assert isinstance(results[0], WorldError), results[0]
+    assert [json.loads(r.text)["tag"] for r in results[1:6]] == [f"b{i}" for i in range(5)], results
+    for s in faulty:
+        await s.close()
+
+
+async def test_a_template_cannot_be_changed_by_the_code_that_imported_against_it(world: Any) -> None:
+    faulty = await sessions(world, "faulty", 2)
+    attempts = json.loads((await faulty[0].call_tool(call("poison"))).text)
+    # Every route is refused by the OS (the descriptors from the import now point at /dev/null), except the
+    # shared mapping, which now writes into the deleted build copy: nothing any episode or verifier reads.
+    assert {k: v.split(":")[0] for k, v in attempts.items() if k not in ("mmap", "proc_fd")} == dict.fromkeys(
+        ["fd", "dup", "sqlite", "reopen", "attach"], "blocked"), attempts
+    assert attempts["proc_fd"] in ("blocked: PermissionError", "done: a character device"), attempts  # /dev/null
+    fresh = (await sessions(world, "faulty", 1))[0]
+    assert json.loads((await fresh.call_tool(call("count"))).text) == {"rows": 1}
+    verdict = await fresh.verify("", [])
+    assert verdict.result == "complete" and verdict.detail["initial"] == ["seed"], verdict
+    template = fresh.initial_db
+    assert ".templates" in str(template) and not str(template).startswith(str(world.workdir / "faulty"))
+    with sqlite3.connect(f"file:{template}?mode=ro", uri=True) as conn:
+        assert [r[0] for r in conn.execute("SELECT name FROM rows")] == ["seed"]
+    await bystanders_complete(world)
+    for s in [*faulty, fresh]:
+        await s.close()
+
+
+async def test_a_changed_template_is_refused_loudly(world: Any) -> None:
+    first = (await sessions(world, "faulty", 1))[0]
+    template = first.initial_db
+    os.chmod(template, 0o644)
+    fd = os.open(template, os.O_WRONLY)  # what no worker can do: the runtime's own user changes it
+    os.pwrite(fd, b"tampered", 200)
+    os.close(fd)
+    with pytest.raises(WorldError, match="changed after it was made"):
+        await world.open(next(t for t in world.tasks() if t.scenario == "faulty"), episode_id="after")
+    with pytest.raises(WorldError, match="changed after it was made"):
+        await first.verify("", [])
+    await bystanders_complete(world)
+    await first.close()

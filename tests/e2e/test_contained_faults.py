@@ -1,0 +1,196 @@
+"""awm-run and awm-worlds on a dataset whose scenario misbehaves in every way issue 31 names, as the current user
+and (as root) as a new unprivileged user: hung calls, a worker-killing call beside others, an import that keeps the
+template open read-write, verifier results that cannot be encoded, and text meant to drive the terminal. The
+offending scenario's episodes fail on their own; a bystander scenario's episodes, running at the same time, complete.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from awm_runtime.worlds._pack import merge_rows, scenario_rows, write_dataset
+from tests.e2e.test_hostile import USER, _as_user, _ensure_user
+
+TIMEOUT_S = 2.0
+FAULTY = '''import os, time
+from fastapi import FastAPI
+from sqlalchemy import Column, Integer, String, create_engine
+from sqlalchemy.orm import declarative_base, sessionmaker
+URL = os.getenv("DATABASE_PATH", "sqlite:///x.db")
+engine = create_engine(URL)
+Session = sessionmaker(bind=engine)
+Base = declarative_base()
+app = FastAPI(title="Faulty \\x1b[2J\\x1b]0;pwned\\x07")
+KEPT = os.open(URL[len("sqlite:///"):], os.O_RDWR)  # the template, read-write, kept from the import
+
+
+class Row(Base):
+    __tablename__ = "rows"
+    id = Column(Integer, primary_key=True)
+    name = Column(String)
+
+
+@app.post("/add", operation_id="add", summary="Add a row")
+async def add():
+    s = Session()
+    s.add(Row(name="added"))
+    s.commit()
+    s.close()
+    return {"ok": True}
+
+
+@app.post("/poison", operation_id="poison", summary="Rewrite the template")
+async def poison():
+    try:
+        os.pwrite(KEPT, b"\\0" * 4096, 0)
+        return {"poisoned": True}
+    except OSError as exc:
+        return {"poisoned": False, "why": str(exc)}
+
+
+@app.post("/hang", operation_id="hang", summary="Never answers")
+async def hang():
+    while True:
+        time.sleep(0.2)
+
+
+@app.post("/crash", operation_id="crash", summary="Kills its worker")
+async def crash():
+    time.sleep(0.3)
+    os._exit(3)
+
+
+@app.post("/slow", operation_id="slow", summary="Answers after a while")
+async def slow():
+    time.sleep(1.0)
+    return {"ok": True}
+'''
+BROKEN = "raise RuntimeError('import failed \\x1b[2J\\x1b[31mred\\x1b]0;title\\x07')\n"
+INITIAL_INTACT = '''def verify_task_completion(initial_db_path, final_db_path):
+    import sqlite3
+    names = [r[0] for r in sqlite3.connect(initial_db_path).execute("SELECT name FROM rows")]
+    return {"result": "complete" if names == ["seed"] else "others"}
+'''
+UNENCODABLE = {
+    "surrogate": "def verify_task_completion(final_db_path):\n    return {'result': 'complete', 'x': chr(0xD800)}\n",
+    "big_int": "def verify_task_completion(final_db_path):\n    return {'result': 'complete', 'x': 10 ** 30}\n",
+    "deep_list": ("def verify_task_completion(final_db_path):\n    x = []\n    for _ in range(300):\n        x = [x]\n"
+                  "    return {'result': 'complete', 'x': x}\n"),
+}
+# task -> (steps, verifier); the oracle runs the steps. Scenario "hanging" hangs; scenario "faulty" does the rest.
+HANGING_TASKS: dict[str, tuple[list[str], str]] = {
+    **{f"Hang {i}.": (["hang"], INITIAL_INTACT) for i in range(4)},
+    **{f"Slow beside hangs {i}.": (["slow", "add"], INITIAL_INTACT) for i in range(2)},
+}
+FAULTY_TASKS: dict[str, tuple[list[str], str]] = {
+    "Crash beside others.": (["crash"], INITIAL_INTACT),
+    **{f"Slow beside a crash {i}.": (["slow", "add"], INITIAL_INTACT) for i in range(3)},
+    "Poison the template.": (["poison", "add"], INITIAL_INTACT),
+    **{f"Verify unencodable {name}.": (["add"], code) for name, code in UNENCODABLE.items()},
+}
+TABLE = [{"name": "rows", "ddl": "CREATE TABLE rows (id INTEGER PRIMARY KEY, name TEXT)"}]
+SEED = {"rows": ["INSERT INTO rows (name) VALUES ('seed')"]}
+
+
+def write_faults_dataset(out: Path) -> Path:
+    tasks, hanging = list(FAULTY_TASKS), list(HANGING_TASKS)
+    by_tasks = [f"Add {i}." for i in range(6)]
+    rows = merge_rows(
+        scenario_rows("Faulty", FAULTY, tables=TABLE, inserts=SEED, tasks=tasks,
+                      code_verifiers={i: FAULTY_TASKS[t][1] for i, t in enumerate(tasks)}),
+        scenario_rows("Hanging", FAULTY.replace("Faulty", "Hanging"), tables=TABLE, inserts=SEED, tasks=hanging,
+                      code_verifiers=dict.fromkeys(range(len(hanging)), INITIAL_INTACT)),
+        scenario_rows("Bystander", FAULTY.replace("Faulty", "Bystander"), tables=TABLE, inserts=SEED, tasks=by_tasks,
+                      code_verifiers=dict.fromkeys(range(len(by_tasks)), INITIAL_INTACT)),
+        scenario_rows("Broken", BROKEN, tables=TABLE, inserts=SEED, tasks=["Nothing."]))
+    write_dataset(out, rows)
+    solutions: list[dict[str, Any]] = [
+        {"scenario": "Faulty", "task_idx": i, "steps": [{"tool": s, "arguments": {}} for s in FAULTY_TASKS[t][0]],
+         "final_answer": "done"} for i, t in enumerate(tasks)]
+    solutions += [
+        {"scenario": "Hanging", "task_idx": i, "steps": [{"tool": s, "arguments": {}} for s in HANGING_TASKS[t][0]],
+         "final_answer": "done"} for i, t in enumerate(hanging)]
+    solutions += [{"scenario": "Bystander", "task_idx": i, "steps": [{"tool": "add", "arguments": {}}],
+                   "final_answer": "done"} for i in range(len(by_tasks))]
+    (out / "solutions.json").write_text(json.dumps(solutions), encoding="utf-8")
+    return out
+
+
+@pytest.fixture(params=["current user", "new user"] if os.geteuid() == 0 else ["current user"])
+def user(request: pytest.FixtureRequest) -> str | None:
+    if request.param == "new user":
+        _ensure_user()
+        return USER
+    return None
+
+
+@pytest.fixture
+def root(user: str | None) -> Iterator[Path]:
+    path = Path(tempfile.mkdtemp(prefix="awm-faults-", dir="/tmp"))
+    path.chmod(0o755)
+    write_faults_dataset(path / "data")
+    if user is not None:
+        for p in [path, *path.rglob("*")]:
+            shutil.chown(p, user)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def _command(user: str | None, root: Path, main: str, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(root), "LANG": "C.UTF-8"}
+    cmd = [sys.executable, "-c", f"from awm_runtime.cli import {main}; raise SystemExit({main}())", *args]
+    if user is not None:
+        cmd = _as_user(user, cmd, env)
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env, cwd=root, check=False)
+
+
+def test_a_misbehaving_scenario_fails_only_its_own_episodes(user: str | None, root: Path) -> None:
+    data, out = root / "data", root / "run"
+    proc = _command(user, root, "run_main", "--worlds", str(data), "--solutions", str(data / "solutions.json"),
+                    "--policy", "sim/oracle", "--expert", "none", "--preflight", "off", "--shards", "1",
+                    "--tool-timeout", str(TIMEOUT_S), "--concurrency", "16", "--out", str(out), "--quiet")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "\x1b" not in proc.stderr
+    recs = {(r["scenario"], r["task_idx"]): r for r in
+            (json.loads(line) for line in (out / "episodes.jsonl").read_text().splitlines())}
+    faulty = {t: recs[("faulty", i)] for i, t in enumerate(FAULTY_TASKS)}
+    hanging = {t: recs[("hanging", i)] for i, t in enumerate(HANGING_TASKS)}
+    for i in range(4):  # each hung call ends its own episode at its own timeout, all together
+        rec = hanging[f"Hang {i}."]
+        assert rec["outcome"] == "error" and rec["end_reason"] == "world_error", rec["error"]
+        assert f"did not finish within {TIMEOUT_S:g}s" in rec["error"]["message"]
+    # They started together (and waited for the same build): they end together, not 2, 4, 6, 8 s apart.
+    walls = [hanging[f"Hang {i}."]["timings"]["wall_s"] for i in range(4)]
+    assert max(walls) < 2 * TIMEOUT_S and max(walls) - min(walls) < TIMEOUT_S, walls
+    assert [hanging[f"Slow beside hangs {i}."]["error"] for i in range(2)] == [None, None]
+    crash = faulty["Crash beside others."]
+    assert crash["outcome"] == "error" and "died" in crash["error"]["message"], crash["error"]
+    # In flight when the crash killed their worker: run again, and complete.
+    assert [faulty[f"Slow beside a crash {i}."]["error"] for i in range(3)] == [None] * 3
+    poison = faulty["Poison the template."]
+    assert poison["outcome"] == "complete" and poison["verdict"] == "complete", poison["error"]
+    assert json.loads(next(m["content"] for m in poison["messages"] if m["source"] == "world"))["poisoned"] is False
+    for name in UNENCODABLE:  # that job's failure, with the reason; the server lives on
+        rec = faulty[f"Verify unencodable {name}."]
+        assert rec["verdict"] == "judge_error" and "not JSON" in rec["error"]["message"], rec["error"]
+    bystander = [r for (sc, _), r in recs.items() if sc == "bystander"]
+    assert len(bystander) == 6 and [r["error"] for r in bystander] == [None] * 6
+
+
+def test_check_prints_world_text_escaped(user: str | None, root: Path) -> None:
+    data = root / "data"
+    proc = _command(user, root, "worlds_main", "check", "--worlds", str(data), "--solutions",
+                    str(data / "solutions.json"), "--scenarios", "broken")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "\x1b" not in proc.stdout + proc.stderr and "\x07" not in proc.stdout + proc.stderr
+    assert "\\x1b[2J" in proc.stdout, proc.stdout[-2000:]
