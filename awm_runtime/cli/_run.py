@@ -118,6 +118,14 @@ def parser() -> argparse.ArgumentParser:
     a("--grace", type=float, metavar="S", dest="grace_s",
       help="on Ctrl-C/SIGTERM, seconds in-flight episodes get to finish before they are cancelled (default 30)")
     a("--log-stdout", action="store_true", help="also stream the events.jsonl lines to stdout")
+    # Sequential A/B (issue 26, docs/runs.md "Stopping when the answer is clear").
+    a("--until-decided", action="store_true", default=None,
+      help="two --arm flags: run tasks in a random order in both arms and stop as soon as an anytime-valid test "
+           "(a mixture SPRT on paired discordance) decides, or a budget runs out")
+    a("--alpha", type=float, metavar="A", help="--until-decided: the error rate the test keeps (default 0.05)")
+    a("--max-episodes", type=_positive_int, metavar="N", help="--until-decided: at most N episodes (both arms)")
+    a("--max-usd", type=float, metavar="X", help="--until-decided: stop once the run has spent X dollars "
+                                                 "(every model of both arms needs a price)")
     return p
 
 
@@ -165,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
         from rich.console import Console
 
         from awm_runtime.cli._live import LiveView
-        from awm_runtime.report import paired_table, summary_table
+        from awm_runtime.report import economics_table, paired_table, sequential_text, summary_table
         from awm_runtime.scheduler import RunControl, RunProgress, prepare, run
 
         config = _config(args)
@@ -186,13 +194,21 @@ def main(argv: list[str] | None = None) -> int:
         async def main_async() -> Any:
             prepared = await prepare(config)
             print(f"awm-run: containment: {prepared.containment.statement}", file=sys.stderr)
+            stopping = None
+            if config.until_decided:
+                from awm_runtime.report import SequentialTest
+                from awm_runtime.scheduler import require_prices
+
+                if config.max_usd is not None:
+                    require_prices(prepared)
+                stopping = SequentialTest(config.alpha)
             control = RunControl(config.grace_s)
             remove = control.install_signal_handlers(on_signal)
             if view is not None:
                 view.start()
             try:
                 return await run(config, prepared=prepared, control=control, progress=progress,
-                                 log_stdout=sys.stdout if args.log_stdout else None)
+                                 log_stdout=sys.stdout if args.log_stdout else None, stopping=stopping)
             finally:
                 remove()
                 if view is not None:
@@ -210,6 +226,9 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"groups step {step['step']} ({step['arm']}): {step['phase'] or 'fixed'} "
                       f"{step['expert_members']}:{step['solo_members']} expert:solo, "
                       f"format-error rate {step['format_error_rate']}", file=sys.stderr)
+            Console().print(economics_table(result.summary))
+            if result.summary.get("sequential"):
+                print(sequential_text(result.summary["sequential"]), file=sys.stderr)
             sims = [a for a in result.summary["arms"].values() if a["simulated"]]
             if sims:
                 Console().print("[yellow]Simulated policy: these numbers exercise the runtime; "

@@ -46,10 +46,14 @@ def test_pairs_match_on_task_and_repeat_and_drop_infra_errors() -> None:
     paired.add("asked", "s", 9, 0, "complete", 1.0)  # no partner: not a pair
     (c,) = paired.to_list()
     assert (c["a"], c["b"], c["pairs"], c["pairs_with_infra_error"]) == ("solo", "asked", 5, 1)
+    assert (c["matched_pairs"], c["pairs_missing_in_a"], c["pairs_missing_in_b"]) == (6, 1, 0)
     assert (c["both_complete"], c["only_a_complete"], c["only_b_complete"], c["neither"]) == (1, 1, 2, 1)
     assert c["completion_a"] == 0.4 and c["completion_b"] == 0.6 and c["completion_diff"] == 0.2
-    assert c["reward_diff"] == 0.2 and c["completion_test"] == "mcnemar_exact" and c["completion_p"] == 1.0
-    assert c["completion_p_holm"] == 1.0 and c["reward_test"] == "sign_flip_over_tasks"
+    assert c["reward_diff"] == 0.2 and c["completion_test"] == "McNemar exact" and c["completion_p"] == 1.0
+    assert c["completion_p_holm"] == 1.0 and c["reward_test"] == "sign-flip over tasks"
+    # strict: the infra-error pair counts, as a failure of solo and a completion of asked: 6 pairs, 1 / 3
+    assert (c["strict_pairs"], c["strict_only_a_complete"], c["strict_only_b_complete"]) == (6, 1, 3)
+    assert c["strict_completion_diff"] == round(2 / 6, 4) and c["strict_completion_test"] == "McNemar exact"
     lo, hi = c["completion_diff_ci95"]
     assert lo <= 0.2 <= hi
 
@@ -97,7 +101,7 @@ def test_repeats_are_clustered_by_task() -> None:
             paired.add("b", "s", task, repeat, "complete" if task == 0 else "incomplete", 1.0 if task == 0 else 0.1)
     (c,) = paired.to_list()
     assert (c["pairs"], c["tasks"], c["max_pairs_per_task"]) == (24, 3, 8)
-    assert c["completion_test"] == "sign_flip_over_tasks" and c["completion_p"] == 1.0
+    assert c["completion_test"] == "sign-flip over tasks" and c["completion_p"] == 1.0
     assert mcnemar_exact_p(0, 8) == pytest.approx(0.0078125)  # what the pairs-as-independent test would claim
     assert c["reward_p"] == 1.0 and c["completion_diff"] == round(8 / 24, 4)
 
@@ -125,24 +129,17 @@ def test_the_method_is_stated_in_the_summary() -> None:
     assert "McNemar" in summary["paired_method"] and "Holm" in summary["paired_method"]
 
 
-def test_many_tasks_use_the_normal_approximation_of_the_same_null() -> None:
-    """Past 500 non-zero task sums the sign-flip null is approximated by a normal law (continuity
-    corrected); on a case near p = 0.05 it agrees with 20,000 seeded sign-flip draws."""
-    from awm_runtime.report._paired import sign_flip
+def test_many_tasks_are_exact_on_the_lattice_and_agree_with_monte_carlo() -> None:
+    """522 task sums on the integer lattice: exact by convolution (the old code used a normal
+    approximation here); 100,000 seeded sign-flip draws agree within their resolution."""
+    from awm_runtime.report._exact import _monte_carlo, sign_flip
 
-    sums = [1.0, -1.0, 2.0, -2.0, 1.0, -1.0] * 87  # 522 tasks, total 0, until 25 negatives turn positive
+    sums = [1.0, -1.0, 2.0, -2.0, 1.0, -1.0] * 87
     sums[:50] = [abs(s) for s in sums[:50]]
-    p, how = sign_flip(sums)
-    import awm_runtime.report._paired as paired
-
-    saved = paired.NORMAL_FROM
-    paired.NORMAL_FROM = 10**9
-    try:
-        mc, mc_how = sign_flip(sums)
-    finally:
-        paired.NORMAL_FROM = saved
-    assert how == "normal" and mc_how == "monte_carlo"
-    assert 0.03 < p < 0.06 and p == pytest.approx(mc, abs=0.006)
+    exact = sign_flip(sums)
+    mc = _monte_carlo(sums, draws=100_000, seed=1, test="t")
+    assert exact.how == "exact" and mc.how == "monte_carlo" and mc.draws == 100_000
+    assert 0.03 < exact.value < 0.06 and exact.value == pytest.approx(mc.value, abs=0.004)
 
 
 def test_the_order_records_arrive_in_does_not_move_the_figures() -> None:
