@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from rich.console import Group
 from rich.table import Table
 
 from awm_runtime.report._exact import fmt_log10
@@ -115,7 +116,8 @@ def sequential_text(seq: dict[str, Any]) -> str:
     """One paragraph on an --until-decided run: why it stopped, the e-value and the anytime-valid interval."""
     lo, hi = seq.get("theta_interval") or (None, None)
     verdict = "decided" if seq.get("decided") else "not decided"
-    return (f"until-decided: {verdict} — {seq.get('stop_reason')}. e-value {seq.get('e_value'):.4g} "
+    reason = str(seq.get("stop_reason") or "").removeprefix("decided: ").removesuffix(": not decided")
+    return (f"until-decided: {verdict} ({reason}). e-value {seq.get('e_value'):.4g} "
             f"(threshold {seq.get('threshold'):g} = 1/alpha), {seq.get('discordant_pairs')} discordant of "
             f"{seq.get('pairs')} pairs ({seq.get('later_arm_wins')} won by the later arm); "
             f"{seq.get('interval_note')}: [{lo}, {hi}]. Test: {seq.get('test')}.")
@@ -141,34 +143,36 @@ def p_cell(c: dict[str, Any], metric: str) -> str:
     return text
 
 
-def paired_table(summary: dict[str, Any]) -> Table | None:
-    """Arm against arm (b minus a, b the later --arm), one small table per comparison, or None."""
+def paired_table(summary: dict[str, Any]) -> Group | None:
+    """Arm against arm (b minus a, b the later --arm): one small table per comparison, titled with how it
+    was paired; None with one arm."""
     comparisons = summary.get("paired") or []
     if not comparisons:
         return None
-    table = Table(title="paired comparisons (b − a; b is the later --arm)", title_justify="left",
-                  caption=PAIRED_CAPTION, caption_justify="left", show_lines=False)
-    for col in ("", "Δ (b − a) [95% CI]", "p", "Holm p", "test"):
-        table.add_column(col, justify="left" if col in ("", "test") else "right")
 
     def ci(value: Any, bounds: Any) -> str:
         if value is None:
             return "n/a"
         return f"{value:+.3f}" + (f" [{bounds[0]:+.3f}, {bounds[1]:+.3f}]" if bounds else "")
 
-    for c in comparisons:
-        table.add_row(f"[bold]{comparison_heading(c)}[/]", "", "", "", "", end_section=False)
-        for label, metric, diff in (("  completion (accountable)", "completion", "completion_diff"),
-                                    ("  completion (strict)", "strict_completion", "strict_completion_diff"),
-                                    ("  reward (accountable)", "reward", "reward_diff")):
+    tables = []
+    for n, c in enumerate(comparisons):
+        last = n == len(comparisons) - 1
+        table = Table(title=f"paired comparison {comparison_heading(c)}", title_justify="left",
+                      caption=PAIRED_CAPTION if last else None, caption_justify="left")
+        for col in ("b − a", "Δ [95% CI]", "p", "Holm p", "test"):
+            table.add_column(col, justify="left" if col in ("b − a", "test") else "right")
+        for label, metric, diff in (("completion (accountable)", "completion", "completion_diff"),
+                                    ("completion (strict)", "strict_completion", "strict_completion_diff"),
+                                    ("reward (accountable)", "reward", "reward_diff")):
             table.add_row(label, ci(c.get(diff), c.get(f"{diff}_ci95")), p_cell(c, metric),
                           c.get(f"{metric}_p_holm_text") or _pvalue(c.get(f"{metric}_p_holm")),
                           str(c.get(f"{metric}_test") or "n/a"))
         if c.get("strict_disagrees"):
-            table.add_row("  [yellow]strict and accountable disagree: infra errors depend on the arm[/]", "", "",
-                          "", "")
-        table.add_section()
-    return table
+            table.add_row("[yellow]strict and accountable disagree: infra errors depend on the arm[/]", "", "", "",
+                          "")
+        tables.append(table)
+    return Group(*tables)
 
 
 PAIRED_CAPTION = ("Pairs: the same task, repeat and seed. Accountable: pairs with an infrastructure error left out; "
