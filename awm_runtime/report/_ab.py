@@ -86,18 +86,18 @@ def economics_section(runs: Sequence[RunData]) -> str:
     rows = []
     for s, e in zip(series, econ, strict=True):
         calls = e.get("model_calls") or {}
-        rows.append([s.label, sec.who(sec.arm_roles(runs, s).get("policy")), usd(e, "usd_per_completed_task"),
+        rows.append([s.label, usd(e, "usd_per_completed_task"),
                      usd(e, "cost_usd"), sec.fmt_num(e.get("tokens_per_episode"), 0),
                      seconds((calls.get("policy") or {}).get("latency")),
                      seconds((calls.get("expert") or {}).get("latency")), seconds(e.get("episode_wall")),
                      " / ".join(f"{r} {c.get('retries_per_100_calls', 0):g}" for r, c in calls.items()) or sec.NA,
                      e.get("model_errors", 0)])
-    body = table(["arm", "policy", "USD per completed task", "USD total", "tokens per episode",
-                  "policy call p50 / p95 (s)", "expert call p50 / p95 (s)", "episode wall p50 / p95 (s)",
-                  "retries per 100 calls", "model errors"], rows, table_id="table-economics")
+    body = table(["arm", "USD per completed task", "USD total", "tokens per episode", "policy call p50 / p95 (s)",
+                  "expert call p50 / p95 (s)", "episode wall p50 / p95 (s)", "retries per 100 calls",
+                  "model errors"], rows, table_id="table-economics")
     unknown = [f"{s.label}: {e.get('cost_note')}" for s, e in zip(series, econ, strict=True)
                if e and not e.get("cost_known")]
-    notes = note("Cost is unknown, not $0, where a model has no price — " + "; ".join(unknown) +
+    notes = note("Cost is unknown (never shown as zero dollars) where a model has no price — " + "; ".join(unknown) +
                  ". Set input_cost_per_mtok and output_cost_per_mtok for it in awm.toml.") if unknown else ""
     short = ["unknown price" if not e.get("cost_known") else "no completed task" for e in econ]
     png = _plots.economics(series, [e.get("usd_per_completed_task") for e in econ], short)

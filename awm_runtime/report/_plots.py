@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import io
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, ParamSpec
@@ -96,7 +97,7 @@ def completion(rows: Sequence[tuple[str, Interval, Interval]]) -> bytes:
     return png(fig)
 
 
-FOREST_WIDTH_IN = 10.4  # at 100 dpi the image is at most 1,040 px wide: the report's column, at 100% zoom
+FOREST_WIDTH_IN = 10.2  # at 100 dpi the image is about 1,030 px wide: the report's column, at 100% zoom
 LABEL_CHARS = 34
 
 
@@ -135,7 +136,7 @@ def forest(panels: Sequence[tuple[str, Sequence[ForestRow]]]) -> bytes:
         for i, row in enumerate(panel):
             if row.overall and row.note:
                 ax.text(0.02, ys[i] + 0.75, row.note, transform=text_at, fontsize=9, va="center",
-                        color="#222222")
+                        color="#222222", bbox={"facecolor": "white", "edgecolor": "none", "pad": 1.0})
             if row.diff is None:
                 continue
             colour = "#000000" if row.overall else "#1f77b4"
@@ -358,6 +359,12 @@ def _log_hist(ax: Any, series: Sequence[Series], values: Sequence[list[float]], 
             if kept:
                 ax.hist(kept, bins=edges, histtype="step", lw=1.8, color=_colour(i), label=f"{s.label} ({len(kept)})")
         ax.set_xscale("log")
+        from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+        decades = math.log10(edges[-1] / edges[0])
+        ax.xaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0) if decades < 1.5 else (1.0,)))
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _pos: f"{x:g}"))  # mathtext is off: plain numbers
+        ax.xaxis.set_minor_formatter(NullFormatter())
         ax.legend(fontsize=9, frameon=False)
     ax.set_xlabel(f"{what} (s, log scale)")
     ax.set_ylabel("count")
@@ -369,20 +376,27 @@ def _log_hist(ax: Any, series: Sequence[Series], values: Sequence[list[float]], 
 def economics(series: Sequence[Series], usd_per_task: Sequence[float | None], notes: Sequence[str]) -> bytes:
     """Cost per completed task (bars; an unknown price says so), policy model-call latency and
     episode wall time distributions per series."""
+    from matplotlib.transforms import blended_transform_factory
+
     fig = Figure(figsize=(FOREST_WIDTH_IN, 3.6), layout="constrained")
     cost_ax, call_ax, wall_ax = fig.subplots(1, 3)
     for i, (value, why) in enumerate(zip(usd_per_task, notes, strict=True)):
         if value is not None:
-            cost_ax.barh(i, value, color=_colour(i))
+            cost_ax.barh(i, value, height=0.5, color=_colour(i))
             cost_ax.annotate(f"${value:.3g}", (value, i), textcoords="offset points", xytext=(3, 0), va="center",
                              fontsize=9)
         else:
-            cost_ax.text(0, i, f" {why}", va="center", fontsize=9, color="#a33")
+            cost_ax.text(0.02, i, why, va="center", fontsize=9, color="#a33",
+                         transform=blended_transform_factory(cost_ax.transAxes, cost_ax.transData))
     cost_ax.set_yticks(range(len(series)), [_wrap(s.label) for s in series], fontsize=10)
-    cost_ax.invert_yaxis()
+    cost_ax.set_ylim(len(series) - 0.5, -0.5)
     cost_ax.set_xlabel("USD per completed task")
     cost_ax.set_title("cost per completed task", fontsize=11)
-    if not any(v is not None for v in usd_per_task):
+    known = [v for v in usd_per_task if v is not None]
+    if known:
+        cost_ax.set_xlim(0, max(known) * 1.45 or 1.0)  # room for the value written after each bar
+        cost_ax.xaxis.set_major_locator(MaxNLocator(3))
+    else:
         cost_ax.set_xticks([])
     _style(cost_ax)
     _log_hist(call_ax, series, [s.call_latency.get("policy", []) for s in series], "policy model-call latency")

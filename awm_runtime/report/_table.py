@@ -80,9 +80,10 @@ def usd(e: dict[str, Any], key: str) -> str:
 
 
 def seconds(h: dict[str, Any] | None) -> str:
+    """`p50 / p95` of a latency summary, in seconds."""
     if not h or h.get("p50_s") is None:
         return "n/a"
-    return f"{h['p50_s']:.3g} / {h['p95_s']:.3g}"
+    return f"{h['p50_s']:.2g} / {h['p95_s']:.2g}"
 
 
 ECONOMICS: list[tuple[str, Any]] = [
