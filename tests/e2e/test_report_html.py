@@ -233,3 +233,34 @@ def test_in_chromium_at_1280_px_the_forest_plot_fits_and_the_economics_section_s
     assert page_width <= 1280  # nothing forces a horizontal scroll
     assert seen["visible"] and "USD per completed task" in seen["text"] and "policy call p50 / p95" in seen["text"]
     assert (shots / "issue26-forest.png").stat().st_size > 10_000
+
+
+def test_runs_with_different_seeds_are_compared_unpaired_and_say_so(awm: Awm, tmp_path: Path) -> None:
+    runs = []
+    for seed in ("1", "2"):
+        out = tmp_path / f"seed{seed}"
+        proc = awm("run", "--expert", "none", "--scenarios", "codeforge_devtools", "--tasks", "0-5", "--seed", seed,
+                   "--out", str(out), "--quiet", "--preflight", "off")
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        runs.append(out)
+    text, page = render(awm, tmp_path, *runs)
+    (table_id,) = [k for k in page.tables if k.startswith("table-forest-runs-")]
+    assert "UNPAIRED" in text and "share no (task, repeat, seed)" in text
+    assert "the same task, repeat and seed" not in text.split('id="paired"')[1].split("</h4>")[0]
+    rows = page.tables[table_id][1:]
+    assert "(Fisher exact (unpaired))" in rows[0][2]
+
+
+def test_duplicate_keys_are_an_error_that_names_them(awm: Awm, two_arm_run: Path, tmp_path: Path) -> None:
+    import shutil
+
+    copy = tmp_path / "dup"
+    shutil.copytree(two_arm_run, copy)
+    lines = (copy / "episodes.jsonl").read_text().splitlines(keepends=True)
+    first = json.loads(lines[0])
+    (copy / "episodes.jsonl").write_text("".join(lines) + lines[0])
+    for extra in (("--html", str(tmp_path / "x.html")), ()):
+        proc = awm("report", str(copy), *extra)
+        assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+        assert "1 duplicate episode key(s)" in proc.stderr
+        assert f"{first['arm']}:{first['scenario']}/{first['task_idx']} repeat {first['repeat']}" in proc.stderr

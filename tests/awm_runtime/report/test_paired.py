@@ -150,3 +150,107 @@ def test_the_order_records_arrive_in_does_not_move_the_figures() -> None:
         for task, repeat, arm, win in sorted(ordered, key=lambda r: r[2]) if stats is backward else ordered:
             stats.add(arm, "s", task, repeat, "complete" if win else "incomplete", float(win))
     assert forward.to_list() == backward.to_list()
+
+
+def _record(arm: str, task: int, outcome: str, *, seed: int = 0, repeat: int = 0, reward: float | None = None,
+            **extra: object) -> dict:
+    return {"arm": arm, "scenario": "s", "task_idx": task, "repeat": repeat, "seed": seed, "outcome": outcome,
+            "reward": (1.0 if outcome == "complete" else 0.0) if reward is None else reward, "verdict": outcome,
+            "policy": {"alias": "p"}, "expert": None, "format_errors": {}, "usage": {}, **extra}
+
+
+def test_pairs_need_the_same_seed_and_different_seeds_are_compared_unpaired() -> None:
+    stats = RunStats()
+    for task in range(12):
+        stats.add(_record("run1/a", task, "complete" if task < 3 else "incomplete", seed=1))
+        stats.add(_record("run2/b", task, "complete" if task < 9 else "incomplete", seed=2))
+    (c,) = stats.to_dict()["paired"]
+    assert c["design"] == "unpaired" and "different --seed" in c["design_note"] and c["pairs"] == 0
+    assert (c["pairs_missing_in_a"], c["pairs_missing_in_b"]) == (12, 12)
+    assert c["completion_test"] == "Fisher exact (unpaired)" and c["completion_diff"] == 0.5
+    from scipy.stats import fisher_exact
+
+    assert c["completion_p"] == pytest.approx(fisher_exact([[3, 9], [9, 3]]).pvalue)
+    assert c["reward_p_computed"] == "monte_carlo" and "Monte Carlo, n = " in c["reward_p_text"]
+
+
+def test_missing_pairs_and_duplicates_are_counted_and_named() -> None:
+    stats = RunStats()
+    for task in range(5):
+        stats.add(_record("a", task, "complete"))
+    for task in range(1, 6):
+        stats.add(_record("b", task, "complete"))
+    stats.add(_record("b", 2, "incomplete"))  # a duplicate key: the first record stands, the second is named
+    summary = stats.to_dict()
+    (c,) = summary["paired"]
+    assert (c["pairs"], c["pairs_missing_in_a"], c["pairs_missing_in_b"]) == (4, 1, 1)
+    assert (c["duplicates_a"], c["duplicates_b"]) == (0, 1) and c["both_complete"] == 4
+    assert summary["paired_duplicates"] == "1 duplicate episode key(s) (arm:scenario/task repeat seed): b:s/2 " \
+                                           "repeat 0 seed 0"
+
+
+def test_zero_of_zero_is_none_everywhere() -> None:
+    stats = RunStats()
+    stats.add(_record("a", 0, "error"))
+    stats.add(_record("b", 0, "error"))
+    summary = stats.to_dict()
+    arm = summary["arms"]["a"]
+    assert arm["accountable_episodes"] == 0
+    assert arm["completion_rate"] is None and arm["mean_reward"] is None and arm["mean_turns"] is None
+    assert arm["strict_completion_rate"] == 0.0  # 0 of 1: a rate, not 0 of 0
+    (c,) = summary["paired"]
+    assert c["pairs"] == 0 and c["completion_diff"] is None and c["completion_p"] is None
+    assert c["completion_p_text"] == "n/a" and c["strict_pairs"] == 1
+    from rich.console import Console
+
+    from awm_runtime.report import paired_table, summary_table
+
+    console = Console(width=200, record=True)
+    console.print(summary_table(summary))
+    console.print(paired_table(summary))
+    text = console.export_text()
+    assert "n/a (0 of 0)" in text and "0.0%" not in text.split("strict completion")[0]
+
+
+def test_arm_order_is_the_run_s_not_the_records() -> None:
+    """Records of the later arm arrive first: Δ is still later − earlier, as --arm gave them."""
+    ordered, arrival = RunStats(["solo", "asked"]), RunStats()
+    for stats in (ordered, arrival):
+        for task in range(6):
+            stats.add(_record("asked", task, "complete"))
+            stats.add(_record("solo", task, "incomplete"))
+    (c,) = ordered.to_dict()["paired"]
+    assert (c["a"], c["b"], c["completion_diff"]) == ("solo", "asked", 1.0)
+    assert list(ordered.to_dict()["arms"]) == ["solo", "asked"]
+    (d,) = arrival.to_dict()["paired"]
+    assert (d["a"], d["b"], d["completion_diff"]) == ("asked", "solo", -1.0)
+
+
+def test_strict_and_accountable_disagree_when_infra_errors_depend_on_the_arm() -> None:
+    stats = RunStats(["a", "b"])
+    for task in range(14):  # b completes 10 where a does not, but b's 12 other tasks end in infra errors
+        stats.add(_record("a", task, "complete" if task >= 10 else "incomplete"))
+        stats.add(_record("b", task, "complete" if task < 10 else "error"))
+    for task in range(14, 26):
+        stats.add(_record("a", task, "complete"))
+        stats.add(_record("b", task, "error"))
+    (c,) = stats.to_dict()["paired"]
+    assert c["completion_diff"] > 0 and c["completion_p"] < 0.05
+    assert c["strict_completion_diff"] < 0 and c["strict_disagrees"] is True
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_no_p_is_ever_zero(seed: int) -> None:
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    stats = RunStats(["a", "b"])
+    tasks, repeats = int(rng.integers(1, 400)), int(rng.integers(1, 4))
+    for task in range(tasks):
+        for repeat in range(repeats):
+            stats.add(_record("a", task, "incomplete", repeat=repeat, reward=0.1))
+            stats.add(_record("b", task, "complete", repeat=repeat, reward=float(rng.choice([1.0, 2.0, 1.3]))))
+    (c,) = stats.to_dict()["paired"]
+    for key in ("completion_p", "strict_completion_p", "reward_p", "completion_p_holm", "reward_p_holm"):
+        assert c[key] > 0, (key, c[key])
+    assert c["completion_p_log10"] <= 0 and "e" in c["completion_p_text"] or c["completion_p"] > 1e-4
