@@ -13,11 +13,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-EXACT_WORK = 20_000_000  # clusters x lattice width: a convolution past this takes about a second
+GROUPED_WORK = 300_000_000  # multiply-adds of the grouped convolution: about a second on a loaded core
+EXACT_WORK = 20_000_000  # clusters x lattice width of the log-space convolution (extreme tails only)
 ENUMERATE_UP_TO = 20  # off a lattice, 2^20 sign patterns are still enumerated exactly
 MC_DRAWS = 100_000  # Monte Carlo resolution ~1e-5
-MC_WORK = 200_000_000  # draws x clusters; fewer draws (coarser resolution) past this
+MC_WORK = 100_000_000  # draws x clusters: 100,000 draws up to 1,000 tasks, fewer (coarser, stated) past it
 SEED = 20261121
+FLUSH = 1e-300  # relative to the mode: what the grouped convolution keeps
 TINY = 1e-300  # the JSON number of a p below it (its log10 keeps the value)
 
 
@@ -128,12 +130,52 @@ def sign_flip(cluster_sums: Sequence[float], *, draws: int = MC_DRAWS, seed: int
     grid = lattice(sums)
     if grid is not None:
         ints = [abs(i) for i in grid[0]]
-        width = 2 * sum(ints) + 1
-        if len(ints) * width <= EXACT_WORK:
-            return _convolve(ints, abs(sum(grid[0])), test)
+        observed = abs(sum(grid[0]))
+        grouped = _convolve_grouped(ints, observed, test)
+        if grouped is not None:
+            return grouped
+        if len(ints) * (2 * sum(ints) + 1) <= EXACT_WORK:
+            return _convolve(ints, observed, test)
     if len(sums) <= ENUMERATE_UP_TO:
         return _enumerate(sums, test)
-    return _monte_carlo(sums, draws=draws, seed=seed, test=test)
+    return _monte_carlo(sums, draws=draws, seed=seed, test=test, ints=grid[0] if grid is not None else None)
+
+
+def _convolve_grouped(ints: list[int], observed: int, test: str) -> PValue | None:
+    """The exact null distribution by convolving one binomial per distinct |sum| (c tasks of sum m add
+    m * (2B - c), B ~ Bin(c, 1/2)), in linear space rescaled after each step. None when too large, or
+    when the tail is below what doubles hold relative to the mode (then the log-space path decides)."""
+    from collections import Counter
+
+    import numpy as np
+    from scipy.stats import binom
+
+    groups = sorted(Counter(ints).items())
+    width, work = 1, 0
+    for m, c in groups:
+        work += width * (2 * c * m + 1)
+        width += 2 * c * m
+    if work > GROUPED_WORK:
+        return None
+    dist, log_scale = np.ones(1), 0.0
+    for m, c in groups:
+        log_pmf = binom.logpmf(np.arange(c + 1), c, 0.5)
+        top = float(log_pmf.max())
+        step = np.zeros(2 * c * m + 1)
+        step[:: 2 * m] = np.exp(log_pmf - top)
+        dist = np.convolve(dist, step)
+        peak = float(dist.max())
+        dist /= peak
+        dist[dist < FLUSH] = 0.0  # subnormal doubles make the next convolution ~100x slower
+        log_scale += top + math.log(peak)
+    total = (dist.size - 1) // 2
+    tail = float(dist[: max(0, total - observed + 1)].sum() + dist[total + observed:].sum()) if observed else float(
+        dist.sum())
+    if tail <= 1e-280:  # below what the flushed values could still move
+        return None
+    log10 = min(0.0, math.log10(tail) + log_scale / math.log(10))
+    n = len(ints)
+    return PValue(log10, "exact", test, min(0.0, (1 - n) * math.log10(2)))
 
 
 def _convolve(ints: list[int], observed: int, test: str) -> PValue:
@@ -171,19 +213,24 @@ def _enumerate(sums: list[float], test: str) -> PValue:
     return PValue(math.log10(hits) - n * math.log10(2), "exact", test, math.log10(most) - n * math.log10(2))
 
 
-def _monte_carlo(sums: list[float], *, draws: int, seed: int, test: str) -> PValue:
+def _monte_carlo(sums: list[float], *, draws: int, seed: int, test: str, ints: list[int] | None = None) -> PValue:
+    """Seeded sign-flip draws: random bits unpacked to 0/1 rows, T = 2 (bits @ s) - sum(s). On a lattice the
+    integers are used in float32 (exact below 2^24), else float64."""
     import numpy as np
 
-    s = np.asarray(sums)
+    exact_ints = ints is not None and sum(abs(i) for i in ints) < 2**24
+    s = np.asarray(ints if exact_ints else sums, dtype=np.float32 if exact_ints else np.float64)
     draws = int(max(10_000, min(draws, MC_WORK // s.size)))
     rng = np.random.default_rng(seed)
-    observed = abs(s.sum()) * (1 - 1e-12) - 1e-12
+    total = float(s.sum(dtype=np.float64))
+    observed = abs(total) - (0.5 if exact_ints else 1e-12 * max(1.0, abs(total)))
     hits, left = 0, draws
     chunk = max(1, 4_000_000 // s.size)
     while left:
         n = min(chunk, left)
-        signs = rng.integers(0, 2, size=(n, s.size), dtype=np.int8) * 2 - 1
-        hits += int(np.count_nonzero(np.abs(signs @ s) >= observed))
+        bits = np.unpackbits(rng.integers(0, 256, size=(n, (s.size + 7) // 8), dtype=np.uint8), axis=1,
+                             count=s.size).astype(s.dtype)
+        hits += int(np.count_nonzero(np.abs(2 * (bits @ s).astype(np.float64) - total) >= observed))
         left -= n
     return PValue(math.log10((hits + 1) / (draws + 1)), "monte_carlo", test, None, draws, hits)
 

@@ -84,3 +84,28 @@ def test_holm_matches_statsmodels(ps: list[float]) -> None:
 def test_holm_runs_on_log_values_below_the_smallest_double() -> None:
     adjusted = holm_log10([-700.0, -2.0])
     assert adjusted[0] == pytest.approx(-700 + math.log10(2)) and adjusted[1] == -2.0
+
+
+def test_the_grouped_and_the_log_space_convolutions_agree() -> None:
+    from awm_runtime.report._exact import _convolve, _convolve_grouped
+
+    rng = np.random.default_rng(11)
+    ints = [int(x) for x in rng.integers(1, 6, size=300)]
+    signs = rng.choice([-1, 1], size=300, p=[0.4, 0.6])
+    observed = abs(int(np.dot(signs, ints)))
+    grouped = _convolve_grouped(ints, observed, "t")
+    assert grouped is not None and grouped.log10 == pytest.approx(_convolve(ints, observed, "t").log10, abs=1e-9)
+
+
+def test_an_extreme_tail_falls_back_to_log_space_and_stays_exact() -> None:
+    p = sign_flip([1.0] * 1200)  # 1,200 tasks all one way: 2 / 2^1200, below what doubles hold
+    assert p.how == "exact" and p.log10 == pytest.approx((1 - 1200) * math.log10(2), rel=1e-9)
+    assert p.value > 0 and p.text().endswith("e-361")
+
+
+def test_monte_carlo_on_a_lattice_counts_ties_exactly() -> None:
+    from awm_runtime.report._exact import _monte_carlo
+
+    sums = [1.0, -1.0] * 15 + [1.0] * 6  # 36 tasks, total 6
+    mc = _monte_carlo(sums, draws=100_000, seed=3, test="t", ints=[int(s) for s in sums])
+    assert mc.value == pytest.approx(sign_flip(sums).value, abs=0.005)
