@@ -253,4 +253,4 @@ def test_no_p_is_ever_zero(seed: int) -> None:
     (c,) = stats.to_dict()["paired"]
     for key in ("completion_p", "strict_completion_p", "reward_p", "completion_p_holm", "reward_p_holm"):
         assert c[key] > 0, (key, c[key])
-    assert c["completion_p_log10"] <= 0 and "e" in c["completion_p_text"] or c["completion_p"] > 1e-4
+    assert c["completion_p_log10"] <= 0 and c["completion_p_text"] not in ("0", "0.0")
