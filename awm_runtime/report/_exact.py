@@ -55,7 +55,7 @@ class PValue:
 
     def fields(self, prefix: str) -> dict[str, Any]:
         """The summary.json fields of this p-value under `prefix` (e.g. `completion`)."""
-        out: dict[str, Any] = {f"{prefix}_p": self.value, f"{prefix}_p_log10": round(self.log10, 4),
+        out: dict[str, Any] = {f"{prefix}_p": self.value, f"{prefix}_p_log10": self.log10,
                                f"{prefix}_p_text": self.text(), f"{prefix}_p_computed": self.how,
                                f"{prefix}_test": self.test}
         if self.draws is not None:
