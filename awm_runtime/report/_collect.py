@@ -54,8 +54,8 @@ class Series:
     by_scenario: dict[str, Tally] = field(default_factory=lambda: defaultdict(Tally))
     by_task: dict[TaskKey, Tally] = field(default_factory=lambda: defaultdict(Tally))
     pairs: dict[PairKey, tuple[str, float]] = field(default_factory=dict)
-    turns: list[int] = field(default_factory=list)
-    rewards: list[float] = field(default_factory=list)  # accountable episodes only: infra errors are counted apart
+    turns: list[int] = field(default_factory=list)  # accountable episodes only: infra errors are counted apart
+    rewards: list[float] = field(default_factory=list)  # the same
     infra_errors: int = 0
     duplicates: list[PairKey] = field(default_factory=list)
     # provider economics: each policy / expert call's latency, each episode's wall time, tokens and cost
@@ -89,10 +89,10 @@ class Series:
             self.duplicates.append(key)
         else:
             self.pairs[key] = (outcome, reward)
-        self.turns.append(int(r.get("turns") or 0))
         if outcome == "error":
             self.infra_errors += 1
-        else:
+        else:  # like the means beside them, the distributions are over the accountable episodes
+            self.turns.append(int(r.get("turns") or 0))
             self.rewards.append(reward)
         for role, u in (r.get("usage") or {}).items():
             self.call_latency[role].extend(float(x) for x in u.get("latency_s") or ())

@@ -119,8 +119,8 @@ def _distributions(runs: Sequence[RunData]) -> str:
     infra = ", ".join(f"{s.label} {s.infra_errors}" for s in series)
     return section("distributions", "Turns, rewards and how episodes ended", figure(
         "fig-distributions", _plots.distributions(series), "Distributions of turns and reward per arm",
-        "Turns: policy replies per episode. Reward: as the run's reward shaper gave it, over the accountable "
-        f"episodes, like the mean beside it: infrastructure-error episodes are left out (counted apart: {infra})."),
+        "Turns: policy replies per episode. Reward: as the run's reward shaper gave it. Both over the accountable "
+        f"episodes, like the means beside them: infrastructure-error episodes are left out (counted apart: {infra})."),
         body,
         note("end_reason is n/a for records written before the runtime recorded it."))
 
