@@ -111,6 +111,11 @@ class RunConfig(BaseModel):
     ray: str | None = None
     # Checkpoints (issue 27, docs/forks.md): none, before each turn that asked or was nudged, or before every turn.
     checkpoint: Literal["none", "asks", "every"] = "none"
+    # Sequential A/B (issue 26): stop when an anytime-valid test decides, or at a budget.
+    until_decided: bool = False
+    alpha: float = Field(default=0.05, gt=0, lt=1)
+    max_episodes: int | None = Field(default=None, ge=1)
+    max_usd: float | None = Field(default=None, gt=0)
 
     @field_validator("ray", mode="before")
     @classmethod
@@ -195,6 +200,7 @@ def build_run_config(cli: Mapping[str, Any], file: Mapping[str, Any] | None = No
         names = [a.name for a in merged["arms"]]
         if len(set(names)) != len(names):
             raise ConfigError(f"--arm names must be unique, got {', '.join(names)}")
+    _check_sequential(merged)
     try:
         return RunConfig(**merged)
     except ValidationError as exc:
@@ -202,3 +208,18 @@ def build_run_config(cli: Mapping[str, Any], file: Mapping[str, Any] | None = No
         field = ".".join(str(p) for p in err["loc"])
         flag = "--" + field.replace("_", "-")
         raise ConfigError(f"{flag}: {err['msg']} (got {err.get('input')!r})") from None
+
+
+def _check_sequential(merged: Mapping[str, Any]) -> None:
+    """--until-decided compares exactly two arms, one pair at a time; its budgets need it."""
+    if not merged.get("until_decided"):
+        for key in ("max_episodes", "max_usd"):
+            if merged.get(key) is not None:
+                raise ConfigError(f"--{key.replace('_', '-')} is a budget of --until-decided: add --until-decided "
+                                  "--arm A:... --arm B:...")
+        return
+    arms = merged.get("arms") or ()
+    if len(arms) != 2:
+        raise ConfigError(f"--until-decided compares two arms: give exactly two --arm flags (got {len(arms)})")
+    if merged.get("group_size"):
+        raise ConfigError("--until-decided runs paired episodes, not GRPO groups: drop --group-size")

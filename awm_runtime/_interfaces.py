@@ -209,3 +209,16 @@ class Sink(Protocol):
     """Consumes events. Must not block: file sinks hand work to a writer thread."""
 
     def emit(self, event: Event) -> None: ...
+
+
+@runtime_checkable
+class StoppingRule(Protocol):
+    """A sequential test an A/B run asks after each finished pair (`awm-run --until-decided`).
+
+    `pair` holds the pair's records as summary dicts (`report.summary_fields`), in the run's arm
+    order. The scheduler knows nothing of statistics: it stops the run when this returns a reason,
+    and writes `state()` into summary.json."""
+
+    def pair_finished(self, pair: Sequence[dict[str, Any]]) -> str | None: ...
+
+    def state(self) -> dict[str, Any]: ...

@@ -206,12 +206,21 @@ class Usage(_Model):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost_usd: float = 0.0
+    # Provider economics (issue 26): each answered call's latency, retried attempts, and whether every
+    # call had a price (None: no call has said; an unpriced call makes the cost unknown, never $0).
+    latency_s: list[float] = Field(default_factory=list)
+    retries: int = 0
+    cost_known: bool | None = None
 
     def add(self, other: Usage) -> None:
         self.calls += other.calls
         self.prompt_tokens += other.prompt_tokens
         self.completion_tokens += other.completion_tokens
         self.cost_usd += other.cost_usd
+        self.latency_s.extend(other.latency_s)
+        self.retries += other.retries
+        if other.cost_known is not None:
+            self.cost_known = other.cost_known and self.cost_known is not False
 
 
 class Verdict(_Model):

@@ -25,16 +25,26 @@ def parser() -> argparse.ArgumentParser:
 
 
 def _summary(run: Path, arms: list[str] | None) -> dict[str, Any]:
-    from awm_runtime.logs import EPISODES, iter_records
+    from awm_runtime.logs import EPISODES, MANIFEST, iter_records, read_manifest
     from awm_runtime.report import RunStats
 
     if not (run / EPISODES).is_file():
         raise ConfigError(f"{run} holds no {EPISODES}: pass the --out directory of an awm-run")
-    stats = RunStats()
+    from awm_runtime.report._collect import arm_order
+
+    manifest = run / MANIFEST
+    try:
+        order = arm_order(read_manifest(run)) if manifest.is_file() else []
+    except ValueError:
+        raise ConfigError(f"{manifest}: not valid JSON") from None
+    stats = RunStats(order)
     for record in iter_records(run):
         if not arms or record["arm"] in arms:
             record.pop("messages", None)
             stats.add(record)
+    if stats.paired.duplicates:
+        raise ConfigError(f"{run / EPISODES}: {stats.paired.duplicate_text()}; each (arm, task, repeat, seed) must be "
+                          "recorded once: remove the extra lines (or rerun) before comparing arms")
     return {"run": str(run), **stats.to_dict()}
 
 
@@ -50,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         from rich.console import Console
 
-        from awm_runtime.report import forks_table, paired_table, summary_table
+        from awm_runtime.report import economics_table, forks_table, paired_table, summary_table
 
         summaries = [_summary(run, args.arms) for run in args.runs]
         if args.json:
@@ -64,6 +74,7 @@ def main(argv: list[str] | None = None) -> int:
             for table in (paired_table(summary), forks_table(summary)):
                 if table is not None:
                     console.print(table)
+            console.print(economics_table(summary))
         return 0
 
     return guarded("awm-report", go)

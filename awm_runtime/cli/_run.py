@@ -126,6 +126,14 @@ def parser() -> argparse.ArgumentParser:
       help="save episode checkpoints in the run directory: before each turn in which the agent asked the expert "
            "or was nudged (asks), before every turn (every), or not at all (none, default). awm-fork continues "
            "from them, and --resume continues killed episodes from their last one (docs/forks.md)")
+    # Sequential A/B (issue 26, docs/runs.md "Stopping when the answer is clear").
+    a("--until-decided", action="store_true", default=None,
+      help="two --arm flags: run tasks in a random order in both arms and stop as soon as an anytime-valid test "
+           "(a mixture SPRT on paired discordance) decides, or a budget runs out")
+    a("--alpha", type=float, metavar="A", help="--until-decided: the error rate the test keeps (default 0.05)")
+    a("--max-episodes", type=_positive_int, metavar="N", help="--until-decided: at most N episodes (both arms)")
+    a("--max-usd", type=float, metavar="X", help="--until-decided: stop once the run has spent X dollars "
+                                                 "(every model of both arms needs a price)")
     return p
 
 
@@ -173,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
         from rich.console import Console
 
         from awm_runtime.cli._live import LiveView
-        from awm_runtime.report import paired_table, summary_table
+        from awm_runtime.report import economics_table, paired_table, sequential_text, summary_table
         from awm_runtime.scheduler import RunControl, RunProgress, prepare, run
         from awm_runtime.scheduler._admission import endpoint_gates, gate_notes
         from awm_runtime.scheduler._fds import raise_open_files
@@ -200,13 +208,21 @@ def main(argv: list[str] | None = None) -> int:
             print(f"awm-run: containment: {prepared.containment.statement}", file=sys.stderr)
             for line in gate_notes(endpoint_gates(prepared.harnesses, config.concurrency), config.concurrency):
                 print(f"awm-run: {line}", file=sys.stderr)
+            stopping = None
+            if config.until_decided:
+                from awm_runtime.report import SequentialTest
+                from awm_runtime.scheduler import require_prices
+
+                if config.max_usd is not None:
+                    require_prices(prepared)
+                stopping = SequentialTest(config.alpha)
             control = RunControl(config.grace_s)
             remove = control.install_signal_handlers(on_signal)
             if view is not None:
                 view.start()
             try:
                 return await run(config, prepared=prepared, control=control, progress=progress,
-                                 log_stdout=sys.stdout if args.log_stdout else None)
+                                 log_stdout=sys.stdout if args.log_stdout else None, stopping=stopping)
             finally:
                 remove()
                 if view is not None:
@@ -225,6 +241,9 @@ def main(argv: list[str] | None = None) -> int:
                       f"{step['expert_members']}:{step['solo_members']} expert:solo, "
                       f"format-error rate {step['format_error_rate']}, incomplete groups "
                       f"{step['incomplete_groups']} of {step['groups']}", file=sys.stderr)
+            Console().print(economics_table(result.summary))
+            if result.summary.get("sequential"):
+                print(sequential_text(result.summary["sequential"]), file=sys.stderr)
             sims = [a for a in result.summary["arms"].values() if a["simulated"]]
             if sims:
                 Console().print("[yellow]Simulated policy: these numbers exercise the runtime; "

@@ -70,6 +70,9 @@ class ModelClient:
         except AttemptError as first:
             reply, attempts = await self._retried(first, messages, call_params, retries)
         reply.usage.cost_usd = self.prices.cost(reply.usage.prompt_tokens, reply.usage.completion_tokens)
+        reply.usage.cost_known = self.prices.source != "unknown"
+        reply.usage.latency_s = [round(reply.latency_s, 4)]
+        reply.usage.retries = attempts - 1
         _events.model_called(role=self.role, alias=self.config.alias, endpoint=self._limiter.endpoint,
                              latency_s=reply.latency_s, prompt_tokens=reply.usage.prompt_tokens,
                              completion_tokens=reply.usage.completion_tokens, attempt=attempts)

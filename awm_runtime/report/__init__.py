@@ -10,9 +10,10 @@ from awm_runtime.report._paired import (
     mcnemar_exact_p,
     sign_flip_p,
 )
+from awm_runtime.report._sequential import SequentialTest
 from awm_runtime.report._summary import ArmStats, RunStats, summary_fields
-from awm_runtime.report._table import paired_table, summary_table
+from awm_runtime.report._table import economics_table, paired_table, sequential_text, summary_table
 
-__all__ = ["FORK_METHOD", "PAIRED_METHOD", "ArmStats", "ForkStats", "PairedStats", "RunStats", "cluster_bootstrap_ci",
-           "forks_table", "holm", "mcnemar_exact_p", "paired_table", "sign_flip_p", "summary_fields", "summary_table",
-           "write_html_report"]
+__all__ = ["FORK_METHOD", "PAIRED_METHOD", "ArmStats", "ForkStats", "PairedStats", "RunStats", "SequentialTest",
+           "cluster_bootstrap_ci", "economics_table", "forks_table", "holm", "mcnemar_exact_p", "paired_table",
+           "sequential_text", "sign_flip_p", "summary_fields", "summary_table", "write_html_report"]

@@ -16,7 +16,7 @@ from awm_runtime._errors import ConfigError
 from awm_runtime.logs import EPISODES, MANIFEST, SUMMARY, iter_records, read_manifest
 from awm_runtime.report._summary import RunStats
 
-PairKey = tuple[str, int, int]  # (scenario, task_idx, repeat)
+PairKey = tuple[str, int, int, int]  # (scenario, task_idx, repeat, seed)
 TaskKey = tuple[str, int]
 NEXT_ACTIONS = ("asked the expert", "tool call", "tool error", "format error", "final answer", "episode ended")
 
@@ -54,8 +54,13 @@ class Series:
     by_scenario: dict[str, Tally] = field(default_factory=lambda: defaultdict(Tally))
     by_task: dict[TaskKey, Tally] = field(default_factory=lambda: defaultdict(Tally))
     pairs: dict[PairKey, tuple[str, float]] = field(default_factory=dict)
-    turns: list[int] = field(default_factory=list)
-    rewards: list[float] = field(default_factory=list)
+    turns: list[int] = field(default_factory=list)  # accountable episodes only: infra errors are counted apart
+    rewards: list[float] = field(default_factory=list)  # the same
+    infra_errors: int = 0
+    duplicates: list[PairKey] = field(default_factory=list)
+    # provider economics: each policy / expert call's latency, each episode's wall time, tokens and cost
+    call_latency: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+    wall_s: list[float] = field(default_factory=list)
     format_errors: Counter[str] = field(default_factory=Counter)
     episodes_with_format_errors: int = 0
     expert_calls: int = 0
@@ -76,14 +81,25 @@ class Series:
         outcome = str(r.get("outcome", "error"))
         reward = float(r.get("reward") or 0.0)
         scenario, task_idx, repeat = str(r.get("scenario", "?")), int(r.get("task_idx", 0)), int(r.get("repeat", 0))
+        key = (scenario, task_idx, repeat, int(r.get("seed") or 0))
         self.total.add(outcome, reward)
         self.outcomes[outcome] += 1
         self.end_reasons[str(r["end_reason"]) if r.get("end_reason") else "n/a"] += 1
         self.by_scenario[scenario].add(outcome, reward)
         self.by_task[(scenario, task_idx)].add(outcome, reward)
-        self.pairs[(scenario, task_idx, repeat)] = (outcome, reward)
-        self.turns.append(int(r.get("turns") or 0))
-        self.rewards.append(reward)
+        if key in self.pairs:
+            self.duplicates.append(key)
+        else:
+            self.pairs[key] = (outcome, reward)
+        if outcome == "error":
+            self.infra_errors += 1
+        else:  # like the means beside them, the distributions are over the accountable episodes
+            self.turns.append(int(r.get("turns") or 0))
+            self.rewards.append(reward)
+        for role, u in (r.get("usage") or {}).items():
+            self.call_latency[role].extend(float(x) for x in u.get("latency_s") or ())
+        if (r.get("timings") or {}).get("wall_s") is not None:
+            self.wall_s.append(float(r["timings"]["wall_s"]))
         fe = {str(k): int(v) for k, v in (r.get("format_errors") or {}).items()}
         self.format_errors.update(fe)
         self.episodes_with_format_errors += bool(sum(fe.values()))
@@ -186,7 +202,7 @@ def load_run(path: Path, label: str, *, arms: list[str] | None = None, prefix_ar
         manifest = read_manifest(path) if (path / MANIFEST).is_file() else {}
     except ValueError as exc:
         raise ConfigError(f"{path / MANIFEST}: not valid JSON ({exc})") from None
-    stats = RunStats()
+    stats = RunStats(arm_order(manifest))
     series: dict[str, Series] = {}
     episodes = 0
     for record in iter_records(path):
@@ -201,7 +217,19 @@ def load_run(path: Path, label: str, *, arms: list[str] | None = None, prefix_ar
         stats.add(record)
     if not episodes:
         raise ConfigError(f"{path / EPISODES} holds no finished episodes" + (f" of arms {arms}" if arms else ""))
-    return RunData(path, label, manifest, _read_json(path / SUMMARY), stats.to_dict(), series, episodes)
+    if stats.paired.duplicates:
+        raise ConfigError(f"{path / EPISODES}: {stats.paired.duplicate_text()}; each (arm, task, repeat, seed) must "
+                          "be recorded once: remove the extra lines (or rerun) before comparing arms")
+    computed = stats.to_dict()
+    series = {name: series[name] for name in computed["arms"] if name in series}
+    return RunData(path, label, manifest, _read_json(path / SUMMARY), computed, series, episodes)
+
+
+def arm_order(manifest: dict[str, Any]) -> list[str]:
+    """The arms in the run's `--arm` order, as its manifest recorded them (empty when it does not say)."""
+    arms = (manifest.get("config") or {}).get("arms") or []
+    names = [str(a.get("name")) for a in arms if isinstance(a, dict) and a.get("name")]
+    return names or [str(k) for k in (manifest.get("arms") or {})]
 
 
 def run_labels(paths: list[Path]) -> list[str]:
@@ -223,7 +251,7 @@ def shared_tasks(runs: list[RunData]) -> set[TaskKey]:
 def compare_runs(runs: list[RunData]) -> dict[str, Any]:
     """Every arm of every run, restricted to the tasks all runs share, as one RunStats (pairs by key)."""
     shared = shared_tasks(runs)
-    stats = RunStats()
+    stats = RunStats([s.label for run in runs for s in run.series.values()])
     for run in runs:
         for record in iter_records(run.path):
             arm = str(record.get("arm", "?"))

@@ -6,8 +6,6 @@ archived with the run. Every text that comes from a run is escaped.
 
 from __future__ import annotations
 
-import base64
-import html
 import importlib.util
 import json
 import os
@@ -21,7 +19,9 @@ from typing import Any
 
 from awm_runtime._errors import ConfigError
 from awm_runtime.report import _sections as sec
+from awm_runtime.report._ab import economics_section, paired_section
 from awm_runtime.report._collect import RunData, compare_runs, load_run, run_labels
+from awm_runtime.report._markup import esc, figure, note, section, table
 
 MATPLOTLIB_MISSING = "awm-report --html needs matplotlib, which is not installed: pip install 'awm-runtime[report]'"
 
@@ -56,107 +56,22 @@ def write_html_report(paths: Sequence[Path], out: Path, *, arms: list[str] | Non
     return out
 
 
-def esc(value: Any) -> str:
-    return html.escape(str(value), quote=True)
-
-
-def figure(fig_id: str, png: bytes, alt: str, caption: str) -> str:
-    data = base64.b64encode(png).decode("ascii")
-    return (f'<figure id="{esc(fig_id)}"><img alt="{esc(alt)}" src="data:image/png;base64,{data}">'
-            f"<figcaption>{esc(caption)}</figcaption></figure>")
-
-
-def _numeric(value: Any) -> bool:
-    if isinstance(value, bool):
-        return False
-    if isinstance(value, int | float):
-        return True
-    text = str(value)
-    return text == sec.NA or (bool(text) and (text[0].isdigit() or text[0] in "+-<"))
-
-
-def table(head: Sequence[str], rows: Sequence[Sequence[Any]], *, table_id: str = "", text_cols: int = 0) -> str:
-    """An escaped HTML table; all-numeric columns align right, the last `text_cols` columns are monospace."""
-    width = len(head)
-    numeric = [bool(rows) and all(_numeric(r[i]) for r in rows if i < len(r)) for i in range(width)]
-    attr = f' id="{esc(table_id)}"' if table_id else ""
-    out = [f"<table{attr}><thead><tr>",
-           *(f'<th class="num">{esc(h)}</th>' if numeric[i] else f"<th>{esc(h)}</th>" for i, h in enumerate(head)),
-           "</tr></thead><tbody>"]
-    for row in rows:
-        cells = []
-        for i, c in enumerate(row):
-            cls = "text" if text_cols and i >= width - text_cols else "num" if numeric[i] else ""
-            cells.append(f'<td class="{cls}">{esc(c)}</td>' if cls else f"<td>{esc(c)}</td>")
-        out.append("<tr>" + "".join(cells) + "</tr>")
-    out.append("</tbody></table>")
-    return "".join(out)
-
-
-def section(sec_id: str, title: str, *parts: str) -> str:
-    return f'<section id="{esc(sec_id)}"><h2>{esc(title)}</h2>' + "".join(parts) + "</section>"
-
-
-def note(text: str) -> str:
-    return f'<p class="note">{esc(text)}</p>'
-
-
 def _completion(runs: Sequence[RunData]) -> str:
     from awm_runtime.report import _plots
 
     rows = sec.completion_rows(runs)
-    methods = sorted({r["accountable"].method for r in rows} | {r["strict"].method for r in rows} - {sec.NA})
+    methods = sorted(({r["accountable"].method for r in rows} | {r["strict"].method for r in rows}) - {sec.NA})
     body = table(["arm", "policy", "expert", "episodes", "completion (accountable) [95%]", "strict [95%]",
                   "infra errors", "mean reward"],
                  [[r["label"], r["policy"], r["expert"], r["episodes"],
-                   sec.fmt_interval(r["accountable"]) + f" of {r['accountable_episodes']}",
-                   sec.fmt_interval(r["strict"]) + f" of {r['episodes']}", r["infra_errors"],
+                   sec.fmt_interval(r["accountable"], r["accountable_episodes"]),
+                   sec.fmt_interval(r["strict"], r["episodes"]), r["infra_errors"],
                    sec.fmt_num(r["mean_reward"])] for r in rows], table_id="table-completion")
     png = _plots.completion([(r["label"], r["accountable"], r["strict"]) for r in rows])
     return section("completion", "Completion per arm", body, figure(
         "fig-completion", png, "Completion per arm with 95% intervals, accountable and strict",
         "Accountable: complete / episodes that were not infrastructure errors. Strict: complete / all "
-        f"episodes, infrastructure errors counted as failures. Intervals: {', '.join(methods)} (95%)."))
-
-
-def _paired(runs: Sequence[RunData], comparison: dict[str, Any] | None) -> str:
-    from awm_runtime.report import _plots
-
-    parts = []
-    sources = [(run.label if len(runs) > 1 else "", "fig-forest" if len(runs) == 1 else f"fig-forest-{i}",
-                run.stats, dict(run.series))  # a run's own comparisons name its arms
-               for i, run in enumerate(runs) if len(run.series) > 1]
-    if comparison is not None:
-        every = {s.label: s for run in runs for s in run.series.values()}
-        sources.append(("runs compared on shared tasks", "fig-forest-runs", comparison, every))
-    for title, fig_id, stats, series in sources:
-        comparisons = [c for c in stats.get("paired") or [] if isinstance(c, dict)]
-        if not comparisons:
-            continue
-        method = sec.comparison_method(comparisons, stats)
-        rows = [[f"{c.get('a')} → {c.get('b')}", c.get("pairs", sec.NA), c.get("tasks", sec.NA),
-                 f"{c.get('only_a_complete', sec.NA)} / {c.get('only_b_complete', sec.NA)}",
-                 sec.fmt_signed(c.get("completion_diff"), c.get("completion_diff_ci95")),
-                 sec.fmt_p(sec.first(c, sec.P_KEYS)), sec.fmt_p(sec.first(c, sec.HOLM_KEYS)),
-                 sec.fmt_signed(c.get("reward_diff"), c.get("reward_diff_ci95")),
-                 c.get("pairs_with_infra_error", sec.NA)] for c in comparisons]
-        completion, reward = sec.forest_rows(comparisons, series)
-        png = _plots.forest([("completion Δ (b − a)", completion), ("reward Δ (b − a)", reward)],
-                            f"method: {method}")
-        heading = f"<h3>{esc(title)}</h3>" if title else ""
-        parts.append(heading + table(["a → b", "pairs", "tasks", "only a / only b complete",
-                                      "completion Δ [95% CI]", "p", "Holm p", "reward Δ [95% CI]",
-                                      "pairs left out (infra error)"], rows, table_id=f"table-{fig_id[4:]}")
-                     + note(f"Method: {method}. Pairs are the same scenario, task and repeat in both arms.")
-                     + figure(fig_id, png, f"Forest plot of paired differences ({title or 'arms'}), method: {method}",
-                              "Each comparison: per-scenario differences (squares, 95% task-clustered bootstrap) "
-                              "and the overall difference (diamond) with its p-value."))
-    if not parts:
-        grouped = any(s.steps for run in runs for s in run.series.values())
-        return section("paired", "Paired differences", note(
-            "One arm only: there is nothing to pair." + (" A GRPO group mixes members with and without the expert "
-                                                         "within its arm: see the groups section." if grouped else "")))
-    return section("paired", "Paired differences", *parts)
+        f"episodes, infrastructure errors counted as failures. Intervals (95%): {', '.join(methods) or sec.NA}."))
 
 
 def _heatmap(runs: Sequence[RunData]) -> str:
@@ -202,9 +117,12 @@ def _distributions(runs: Sequence[RunData]) -> str:
     body = table(["arm", *outcomes, *(f"end: {r}" for r in reasons)],
                  [[s.label, *(s.outcomes.get(o, 0) for o in outcomes), *(s.end_reasons.get(r, 0) for r in reasons)]
                   for s in series], table_id="table-outcomes")
+    infra = ", ".join(f"{s.label} {s.infra_errors}" for s in series)
     return section("distributions", "Turns, rewards and how episodes ended", figure(
         "fig-distributions", _plots.distributions(series), "Distributions of turns and reward per arm",
-        "Turns: policy replies per episode. Reward: as the run's reward shaper gave it."), body,
+        "Turns: policy replies per episode. Reward: as the run's reward shaper gave it. Both over the accountable "
+        f"episodes, like the means beside them: infrastructure-error episodes are left out (counted apart: {infra})."),
+        body,
         note("end_reason is n/a for records written before the runtime recorded it."))
 
 
@@ -279,9 +197,11 @@ def _warnings(runs: Sequence[RunData]) -> str:
 def render(runs: Sequence[RunData], comparison: dict[str, Any] | None) -> str:
     from awm_runtime import __version__
 
-    sections = [_warnings(runs), _completion(runs), _paired(runs, comparison), _heatmap(runs), _expert(runs),
-                _distributions(runs), _format_errors(runs), _groups(runs), _config(runs)]
-    titles = [("completion", "completion"), ("paired", "paired"), ("scenarios", "scenarios"),
+    sections = [_warnings(runs), _completion(runs), paired_section(runs, comparison), economics_section(runs),
+                _heatmap(runs), _expert(runs), _distributions(runs), _format_errors(runs), _groups(runs),
+                _config(runs)]
+    titles = [("completion", "completion"), ("paired", "paired"), ("economics", "economics"),
+              ("scenarios", "scenarios"),
               ("expert", "expert & nudges"), ("distributions", "turns & reward"), ("format-errors", "format errors"),
               ("groups", "groups"), ("config", "config")]
     nav = " ".join(f'<a href="#{i}">{esc(t)}</a>' for i, t in titles if f'<section id="{i}"' in "".join(sections))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import io
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, ParamSpec
@@ -96,36 +97,60 @@ def completion(rows: Sequence[tuple[str, Interval, Interval]]) -> bytes:
     return png(fig)
 
 
+FOREST_WIDTH_IN = 10.2  # at 100 dpi the image is about 1,030 px wide: the report's column, at 100% zoom
+LABEL_CHARS = 34
+
+
+def _wrap(label: str) -> str:
+    import textwrap
+
+    indent = label[: len(label) - len(label.lstrip())]
+    return "\n".join(textwrap.wrap(label.strip(), LABEL_CHARS, initial_indent=indent, subsequent_indent=indent + "  ",
+                                    break_on_hyphens=False)) or label
+
+
 @plain_text
-def forest(panels: Sequence[tuple[str, Sequence[ForestRow]]], title: str) -> bytes:
-    """Paired differences (b - a), one panel per measure, rows shared: subgroups thin, overall as a diamond."""
+def forest(panels: Sequence[tuple[str, Sequence[ForestRow]]]) -> bytes:
+    """Paired differences (b - a), one panel per measure, rows shared: subgroups thin, overall as a diamond.
+
+    The width is fixed so the image fits the page at 100% zoom; each overall row's p-value is written
+    under it inside its panel, and the method belongs in the caption, never in the figure."""
+    from matplotlib.transforms import blended_transform_factory
+
     rows = panels[0][1]
-    fig = Figure(figsize=(4.2 * len(panels) + 2.5, 0.32 * len(rows) + 1.5), layout="constrained")
+    ys: list[float] = []
+    y = 0.0
+    for i, row in enumerate(rows):
+        ys.append(y)
+        lines = _wrap(row.label).count("\n") + 1
+        noted = row.overall and any(p[1][i].note for p in panels)
+        y += 0.55 + 0.45 * lines + (0.75 if noted else 0.0)
+    fig = Figure(figsize=(FOREST_WIDTH_IN, 0.3 * y + 1.3), layout="constrained")
     axes = fig.subplots(1, len(panels), sharey=True, squeeze=False)[0]
     for ax, (measure, panel) in zip(axes, panels, strict=True):
         ax.axvline(0, color="#444444", lw=0.8)
+        text_at = blended_transform_factory(ax.transAxes, ax.transData)
         for i, row in enumerate(panel[:-1]):
-            if row.overall:  # a rule between one comparison's rows and the next one's
-                ax.axhline(i + 0.5, color="#cccccc", lw=0.8)
+            if row.overall and not panel[i + 1].overall:  # a rule between one comparison's rows and the next
+                ax.axhline((ys[i] + ys[i + 1]) / 2 + 0.3, color="#cccccc", lw=0.8)
         for i, row in enumerate(panel):
+            if row.overall and row.note:
+                ax.text(0.02, ys[i] + 0.75, row.note, transform=text_at, fontsize=9, va="center",
+                        color="#222222", bbox={"facecolor": "white", "edgecolor": "none", "pad": 1.0})
             if row.diff is None:
                 continue
             colour = "#000000" if row.overall else "#1f77b4"
             if row.ci is not None:
-                ax.hlines(i, row.ci[0], row.ci[1], color=colour, lw=2.2 if row.overall else 1.2)
-            ax.plot([row.diff], [i], marker="D" if row.overall else "s", color=colour,
+                ax.hlines(ys[i], row.ci[0], row.ci[1], color=colour, lw=2.2 if row.overall else 1.2)
+            ax.plot([row.diff], [ys[i]], marker="D" if row.overall else "s", color=colour,
                     markersize=8 if row.overall else 5)
-            if row.overall and row.note:
-                right = row.ci[1] if row.ci is not None else row.diff
-                ax.annotate(row.note, (right, i), textcoords="offset points", xytext=(6, 0), fontsize=8,
-                            va="center", fontweight="bold")
-        ax.set_title(measure, fontsize=10)
+        ax.set_title(measure, fontsize=11)
+        ax.tick_params(axis="x", labelsize=10)
         _style(ax)
-    axes[0].set_yticks(range(len(rows)), [r.label for r in rows])
+    axes[0].set_yticks(ys, [_wrap(r.label) for r in rows], fontsize=10)
     for tick, row in zip(axes[0].get_yticklabels(), rows, strict=True):
         tick.set_fontweight("bold" if row.overall else "normal")
-    axes[0].set_ylim(len(rows) - 0.4, -0.6)
-    fig.suptitle(title, fontsize=8, color="#444444")
+    axes[0].set_ylim(y - 0.2, -0.7)
     return png(fig)
 
 
@@ -236,7 +261,7 @@ def distributions(series: Sequence[Series]) -> bytes:
     left.set_xlabel("turns (policy replies)")
     left.set_ylabel("episodes")
     left.set_title("turns", fontsize=10)
-    values = sorted({round(r, 4) for s in series for r in s.rewards})
+    values = sorted({round(r, 4) for s in series for r in s.rewards})  # accountable episodes: no infra errors
     if len(values) <= 12:  # a reward table: few distinct values, shown as grouped bars
         width = 0.8 / max(len(series), 1)
         for i, s in enumerate(series):
@@ -249,7 +274,7 @@ def distributions(series: Sequence[Series]) -> bytes:
         edges = np.histogram_bin_edges(all_rewards, bins=20)
         for i, s in enumerate(series):
             right.hist(s.rewards, bins=edges, histtype="step", lw=1.8, color=_colour(i), label=s.label)
-    right.set_xlabel("reward")
+    right.set_xlabel("reward (infrastructure errors left out)")
     right.set_ylabel("episodes")
     right.set_title("reward", fontsize=10)
     for ax in (left, right):
@@ -318,4 +343,62 @@ def group_steps(series: Sequence[Series]) -> bytes:
         ax.spines["right"].set_visible(False)
     completion_ax.set_ylim(-3, 103)
     completion_ax.legend(fontsize=7, frameon=False, loc="best")
+    return png(fig)
+
+
+def _log_hist(ax: Any, series: Sequence[Series], values: Sequence[list[float]], what: str) -> None:
+    import numpy as np
+
+    every = [v for vs in values for v in vs if v > 0]
+    if not every:
+        ax.text(0.5, 0.5, f"no {what} recorded", ha="center", va="center", transform=ax.transAxes, color="#777777")
+    else:
+        edges = np.geomspace(max(min(every) * 0.9, 1e-4), max(every) * 1.1 + 1e-4, 30)
+        for i, (s, v) in enumerate(zip(series, values, strict=True)):
+            kept = [x for x in v if x > 0]
+            if kept:
+                ax.hist(kept, bins=edges, histtype="step", lw=1.8, color=_colour(i), label=f"{s.label} ({len(kept)})")
+        ax.set_xscale("log")
+        from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+        decades = math.log10(edges[-1] / edges[0])
+        ax.xaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0) if decades < 1.5 else (1.0,)))
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _pos: f"{x:g}"))  # mathtext is off: plain numbers
+        ax.xaxis.set_minor_formatter(NullFormatter())
+        ax.legend(fontsize=9, frameon=False)
+    ax.set_xlabel(f"{what} (s, log scale)")
+    ax.set_ylabel("count")
+    ax.set_title(what, fontsize=11)
+    _style(ax)
+
+
+@plain_text
+def economics(series: Sequence[Series], usd_per_task: Sequence[float | None], notes: Sequence[str]) -> bytes:
+    """Cost per completed task (bars; an unknown price says so), policy model-call latency and
+    episode wall time distributions per series."""
+    from matplotlib.transforms import blended_transform_factory
+
+    fig = Figure(figsize=(FOREST_WIDTH_IN, 3.6), layout="constrained")
+    cost_ax, call_ax, wall_ax = fig.subplots(1, 3)
+    for i, (value, why) in enumerate(zip(usd_per_task, notes, strict=True)):
+        if value is not None:
+            cost_ax.barh(i, value, height=0.5, color=_colour(i))
+            cost_ax.annotate(f"${value:.3g}", (value, i), textcoords="offset points", xytext=(3, 0), va="center",
+                             fontsize=9)
+        else:
+            cost_ax.text(0.02, i, why, va="center", fontsize=9, color="#a33",
+                         transform=blended_transform_factory(cost_ax.transAxes, cost_ax.transData))
+    cost_ax.set_yticks(range(len(series)), [_wrap(s.label) for s in series], fontsize=10)
+    cost_ax.set_ylim(len(series) - 0.5, -0.5)
+    cost_ax.set_xlabel("USD per completed task")
+    cost_ax.set_title("cost per completed task", fontsize=11)
+    known = [v for v in usd_per_task if v is not None]
+    if known:
+        cost_ax.set_xlim(0, max(known) * 1.45 or 1.0)  # room for the value written after each bar
+        cost_ax.xaxis.set_major_locator(MaxNLocator(3))
+    else:
+        cost_ax.set_xticks([])
+    _style(cost_ax)
+    _log_hist(call_ax, series, [s.call_latency.get("policy", []) for s in series], "policy model-call latency")
+    _log_hist(wall_ax, series, [s.wall_s for s in series], "episode wall time")
     return png(fig)

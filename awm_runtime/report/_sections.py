@@ -17,7 +17,6 @@ MAX_FOREST_SCENARIOS = 25  # past this a forest plot shows only the overall rows
 MAX_HEATMAP_SCENARIOS = 60
 P_KEYS = ("completion_p", "p_value", "p", "mcnemar_p")  # completion_p: today's summaries; the rest: older runs
 HOLM_KEYS = ("completion_p_holm", "p_holm", "holm_p", "p_adjusted", "p_value_holm")
-METHOD_KEYS = ("method", "test")
 LEGACY_METHOD = "exact McNemar test on discordant pairs; 95% CIs by task-clustered bootstrap"
 
 
@@ -51,10 +50,12 @@ def fmt_signed(x: Any, ci: Any) -> str:
     return text
 
 
-def fmt_interval(iv: Interval) -> str:
+def fmt_interval(iv: Interval, n: int | None = None) -> str:
+    """`41.7% [22.8, 63.1] of 24`; 0 of 0 is `n/a (0 of 0)`, never 0%."""
+    of = "" if n is None else f" of {n}"
     if iv.empty or iv.rate is None or iv.low is None or iv.high is None:
-        return NA
-    return f"{100 * iv.rate:.1f}% [{100 * iv.low:.1f}, {100 * iv.high:.1f}]"
+        return NA + (f" ({'0' + of})" if n is not None else "")
+    return f"{100 * iv.rate:.1f}% [{100 * iv.low:.1f}, {100 * iv.high:.1f}]{of}"
 
 
 def who(ref: Any) -> str:
@@ -103,12 +104,31 @@ def completion_rows(runs: Sequence[RunData]) -> list[dict[str, Any]]:
 
 
 def comparison_method(comparisons: Sequence[dict[str, Any]], stats: dict[str, Any]) -> str:
-    methods = {str(first(c, METHOD_KEYS)) for c in comparisons if first(c, METHOD_KEYS)}
-    if not methods and stats.get("paired_method"):
-        methods = {str(stats["paired_method"])}
-    if not methods and any("mcnemar_p" in c for c in comparisons):
-        methods = {LEGACY_METHOD}
-    return "; ".join(sorted(methods)) or NA
+    """The statistics' own statement of the method (`paired_method`), or what an old summary implies."""
+    if stats.get("paired_method"):
+        return str(stats["paired_method"])
+    if any("mcnemar_p" in c for c in comparisons):
+        return LEGACY_METHOD
+    return NA
+
+
+def p_text(c: dict[str, Any], metric: str = "completion") -> str:
+    """The p of a comparison as it prints, with its test: `0.0039 (McNemar exact)`, `< 1e-5 (Monte Carlo, ...)`."""
+    text = c.get(f"{metric}_p_text") or (fmt_p(first(c, P_KEYS)) if metric == "completion" else fmt_p(
+        c.get(f"{metric}_p")))
+    if text == NA:
+        return NA
+    test = c.get(f"{metric}_test")
+    floor = c.get(f"{metric}_p_min")
+    out = f"{text} ({test})" if test and "Monte Carlo" not in text else text
+    if isinstance(floor, int | float) and floor > 0.001:
+        out += f"; smallest possible {floor:.3g}"
+    return out
+
+
+def holm_text(c: dict[str, Any], metric: str = "completion") -> str:
+    return c.get(f"{metric}_p_holm_text") or fmt_p(first(c, HOLM_KEYS) if metric == "completion"
+                                                   else c.get(f"{metric}_p_holm"))
 
 
 def _pair_clusters(a: Series, b: Series, scenario: str | None) -> tuple[list[tuple[float, int]], ...]:
@@ -147,14 +167,27 @@ def forest_rows(comparisons: Sequence[dict[str, Any]], series: dict[str, Series]
                 ci_c, ci_r = mean_difference_interval(comp), mean_difference_interval(rew)
                 completion.append(ForestRow(f"  {scenario}", _mean(comp), ci_c))
                 reward.append(ForestRow(f"  {scenario}", _mean(rew), ci_r))
-        p = fmt_p(first(c, P_KEYS))
-        note = f"p < {p[1:]}" if p.startswith("<") else f"p = {p}"
-        if first(c, HOLM_KEYS) is not None:
-            note += f", Holm {fmt_p(first(c, HOLM_KEYS))}"
-        completion.append(ForestRow(f"{name} (all)", c.get("completion_diff"),
-                                    _ci(c.get("completion_diff_ci95")), True, note))
-        reward.append(ForestRow(f"{name} (all)", c.get("reward_diff"), _ci(c.get("reward_diff_ci95")), True))
+        unpaired = " UNPAIRED" if c.get("design") == "unpaired" else ""
+        completion.append(ForestRow(f"{name} (all{unpaired})", c.get("completion_diff"),
+                                    _ci(c.get("completion_diff_ci95")), True, _p_note(c, "completion")))
+        reward.append(ForestRow(f"{name} (all{unpaired})", c.get("reward_diff"), _ci(c.get("reward_diff_ci95")),
+                                True, _p_note(c, "reward")))
+        if c.get("strict_completion_diff") is not None:
+            flag = "  ≠ accountable" if c.get("strict_disagrees") else ""
+            completion.append(ForestRow(f"{name} (strict{unpaired}){flag}", c.get("strict_completion_diff"),
+                                        _ci(c.get("strict_completion_diff_ci95")), True,
+                                        _p_note(c, "strict_completion")))
+            reward.append(ForestRow(f"{name} (strict{unpaired}){flag}", None, None, True))
     return completion, reward
+
+
+def _p_note(c: dict[str, Any], metric: str) -> str:
+    text = p_text(c, metric).split("; smallest")[0]
+    if text == NA:
+        return ""
+    note = f"p {text}" if text.startswith("<") else f"p = {text}"
+    holm = holm_text(c, metric)
+    return note + (f", Holm {holm}" if holm != NA and c.get(f"{metric}_p_holm") is not None else "")
 
 
 def _ci(value: Any) -> tuple[float, float] | None:

@@ -1,20 +1,22 @@
 """Streaming run statistics per arm: built record by record, never holding the run in memory.
 
 Rates and means are over the episodes the agent is accountable for (every outcome but `error` and
-`unverified`, which nothing judged);
-`strict_completion_rate` also counts infrastructure errors as failures. Totals (tokens, cost,
-expert calls, format errors by kind) cover every episode.
+`unverified`, which nothing judged); `strict_completion_rate` also counts infrastructure errors as failures;
+a rate of 0 of 0 is None (`n/a`), never 0. Totals (tokens, cost, expert calls, format errors by kind) cover
+every episode; `economics` (`_economics.py`) gives cost per completed task, tokens per episode and latencies.
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from awm_runtime._types import EpisodeRecord
+from awm_runtime.report._economics import Economics
 from awm_runtime.report._forks import CheckpointStats, ForkStats
-from awm_runtime.report._paired import PAIRED_METHOD, PairedStats
+from awm_runtime.report._paired import PairedStats, paired_summary
 
 
 @dataclass(slots=True)
@@ -37,6 +39,7 @@ class ArmStats:
     tokens: Counter[str] = field(default_factory=Counter)
     cost_usd: float = 0.0
     error_classes: Counter[str] = field(default_factory=Counter)
+    economics: Economics = field(default_factory=Economics)
 
     def add(self, r: dict[str, Any]) -> None:
         self.policy = r["policy"]
@@ -62,6 +65,7 @@ class ArmStats:
             self.cost_usd += u.get("cost_usd", 0.0)
         if r.get("error"):
             self.error_classes[r["error"].get("class", "?")] += 1
+        self.economics.add(r)
 
     @property
     def accountable(self) -> int:
@@ -75,37 +79,48 @@ class ArmStats:
         return self.verdicts["judge_unclassified"] / judged if judged else None
 
     @property
-    def completion_rate(self) -> float:
-        return self.outcomes["complete"] / self.accountable if self.accountable else 0.0
+    def completion_rate(self) -> float | None:
+        """complete / accountable; None when no episode is accountable (0 of 0 is not 0%)."""
+        return self.outcomes["complete"] / self.accountable if self.accountable else None
 
     def to_dict(self) -> dict[str, Any]:
-        n = max(self.accountable, 1)
+        n = self.accountable
+        judged = self.episodes - self.outcomes["unverified"]  # strict: infra errors count as failures
+
+        def per(x: float, digits: int) -> float | None:
+            return round(x / n, digits) if n else None
+
         return {
             "arm": self.arm, "policy": self.policy, "expert": self.expert, "episodes": self.episodes,
             "accountable_episodes": self.accountable, "infra_errors": self.outcomes["error"],
             "unverified": self.outcomes["unverified"],
             **({"judge_unclassified_share": round(self.judge_unclassified_share or 0.0, 4)}
                if self.verdicts["judge_unclassified"] else {}),
-            "completion_rate": round(self.completion_rate, 4),
-            "strict_completion_rate": round(self.outcomes["complete"] / max(self.episodes, 1), 4),
+            "completion_rate": per(self.outcomes["complete"], 4),
+            "strict_completion_rate": round(self.outcomes["complete"] / judged, 4) if judged else None,
             "outcomes": dict(self.outcomes), "end_reasons": dict(self.end_reasons), "verdicts": dict(self.verdicts),
             "format_errors": dict(self.format_errors), "format_error_total": sum(self.format_errors.values()),
             "episodes_with_format_errors": self.episodes_with_format_errors,
-            "format_error_rate": round(self.episodes_with_format_errors / n, 4),
+            "format_error_rate": per(self.episodes_with_format_errors, 4),
             "ask_styles": dict(self.ask_styles), "expert_calls": self.expert_calls, "nudges": self.nudges,
-            "nudges_followed_by_ask": self.nudges_followed, "mean_turns": round(self.turns / n, 3),
-            "mean_reward": round(self.reward_sum / n, 4), "tokens": dict(self.tokens),
+            "nudges_followed_by_ask": self.nudges_followed, "mean_turns": per(self.turns, 3),
+            "mean_reward": per(self.reward_sum, 4), "tokens": dict(self.tokens),
             "cost_usd": round(self.cost_usd, 6), "error_classes": dict(self.error_classes),
             "simulated": bool(self.policy.get("simulated")),
+            "economics": self.economics.to_dict(self.outcomes["complete"], self.policy, self.expert),
         }
 
 
 class RunStats:
-    """Per-arm aggregates, fed with record dicts (live or read back from episodes.jsonl)."""
+    """Per-arm aggregates, fed with record dicts (live or read back from episodes.jsonl).
 
-    def __init__(self) -> None:
+    `arm_order` is the run's `--arm` order: tables list the arms so, and paired differences are the
+    later arm minus the earlier one whatever order records arrive in."""
+
+    def __init__(self, arm_order: Sequence[str] = ()) -> None:
         self.arms: dict[str, ArmStats] = {}
-        self.paired = PairedStats()
+        self.order = list(arm_order)
+        self.paired = PairedStats(arm_order)
         self.forks = ForkStats()
         self.checkpoints = CheckpointStats()
 
@@ -113,7 +128,7 @@ class RunStats:
         r = record if isinstance(record, dict) else summary_fields(record)
         self.arms.setdefault(r["arm"], ArmStats(r["arm"])).add(r)
         self.paired.add(r["arm"], r["scenario"], int(r["task_idx"]), int(r["repeat"]), r["outcome"],
-                        float(r.get("reward", 0.0)))
+                        float(r.get("reward", 0.0)), int(r.get("seed") or 0))
         if r.get("fork"):
             self.forks.add(r)
         self.checkpoints.add(r)
@@ -123,11 +138,10 @@ class RunStats:
         return sum(a.episodes for a in self.arms.values())
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"episodes": self.episodes,
-                               "arms": {name: a.to_dict() for name, a in self.arms.items()}}
+        names = [a for a in self.order if a in self.arms] + [a for a in self.arms if a not in self.order]
+        out: dict[str, Any] = {"episodes": self.episodes, "arms": {name: self.arms[name].to_dict() for name in names}}
         if len(self.arms) > 1:
-            out["paired"] = self.paired.to_list()
-            out["paired_method"] = PAIRED_METHOD
+            out.update(paired_summary(self.paired))
         forks = self.forks.to_dict()
         if forks is not None:
             out["value_of_asking"] = forks
@@ -141,6 +155,7 @@ def summary_fields(record: EpisodeRecord) -> dict[str, Any]:
     """The record's fields a summary needs, without dumping its messages."""
     return {
         "arm": record.arm, "scenario": record.scenario, "task_idx": record.task_idx, "repeat": record.repeat,
+        "seed": record.seed, "timings": {"wall_s": record.timings.get("wall_s", 0.0)},
         "policy": record.policy.model_dump(), "expert": record.expert.model_dump()
         if record.expert else None, "outcome": record.outcome, "end_reason": record.end_reason,
         "verdict": record.verdict,

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
+from rich.console import Group
 from rich.table import Table
+
+from awm_runtime.report._exact import fmt_log10
 
 
 def _who(ref: dict[str, Any] | None) -> str:
@@ -32,19 +36,27 @@ def _infra(a: dict[str, Any]) -> str:
     return f"{a['infra_errors']}{_breakdown(a, INFRA_ENDS)}"
 
 
+def _pct(x: Any, n: Any) -> str:
+    return f"{x:.1%} of {n}" if isinstance(x, int | float) else f"n/a (0 of {n})"
+
+
+def _num(x: Any, fmt: str = ".3f") -> str:
+    return format(x, fmt) if isinstance(x, int | float) else "n/a"
+
+
 ROWS: list[tuple[str, Any]] = [
     ("policy", lambda a: _who(a["policy"])),
     ("expert", lambda a: _who(a["expert"])),
     ("episodes", lambda a: str(a["episodes"])),
-    ("completion", lambda a: f"{a['completion_rate']:.1%} of {a['accountable_episodes']}"),
-    ("strict completion", lambda a: f"{a['strict_completion_rate']:.1%} of {a['episodes']}"),
+    ("completion", lambda a: _pct(a["completion_rate"], a["accountable_episodes"])),
+    ("strict completion", lambda a: _pct(a["strict_completion_rate"], a["episodes"])),
     ("incomplete", lambda a: _incomplete(a)),
     ("format errors", lambda a: f"{a['format_error_total']} in {a['episodes_with_format_errors']} episodes"),
     ("infra errors", lambda a: _infra(a)),
     ("expert calls", lambda a: str(a["expert_calls"])),
     ("nudges", lambda a: f"{a['nudges']} ({a['nudges_followed_by_ask']} then asked)"),
     ("solo/recovery/blind", lambda a: "/".join(str(a["ask_styles"].get(k, 0)) for k in ("solo", "recovery", "blind"))),
-    ("mean reward", lambda a: f"{a['mean_reward']:.3f}"),
+    ("mean reward", lambda a: _num(a["mean_reward"])),
 ]
 
 
@@ -59,43 +71,117 @@ def summary_table(summary: dict[str, Any]) -> Table:
     return table
 
 
-def paired_table(summary: dict[str, Any]) -> Table | None:
-    """Arm against arm on the same tasks, repeats and seeds (b minus a), or None with one arm."""
-    comparisons = summary.get("paired") or []
-    if not comparisons:
-        return None
-    table = Table(title="paired comparison (same task, repeat and seed; b - a)", title_justify="left",
-                  caption=PAIRED_CAPTION, caption_justify="left")
-    for col in ("a → b", "pairs (tasks)", "only a / only b", "completion Δ [95% CI]", "p / Holm",
-                "reward Δ [95% CI]", "p / Holm"):
-        table.add_column(col, justify="left" if col == "a → b" else "right")
+def usd(e: dict[str, Any], key: str) -> str:
+    """A cost cell: dollars, or why there is no number (unknown price, no completed task); never $0."""
+    value = e.get(key)
+    if isinstance(value, int | float):
+        return f"${value:.4g}"
+    return "unknown" if not e.get("cost_known", False) else "n/a"
 
-    def ci(value: Any, bounds: Any) -> str:
-        if value is None:
-            return "–"
-        return f"{value:+.3f}" + (f" [{bounds[0]:+.3f}, {bounds[1]:+.3f}]" if bounds else "")
 
-    def p(value: float | None, adjusted: float | None, test: str = "") -> str:
-        if value is None:
-            return "–"
-        mark = "ᴹ" if test == "mcnemar_exact" else ""
-        return f"{_pvalue(value)}{mark} / {_pvalue(adjusted)}"
+def seconds(h: dict[str, Any] | None) -> str:
+    """`p50 / p95` of a latency summary, in seconds."""
+    if not h or h.get("p50_s") is None:
+        return "n/a"
+    return f"{h['p50_s']:.2g} / {h['p95_s']:.2g}"
 
-    for c in comparisons:
-        table.add_row(f"{c['a']} → {c['b']}", f"{c['pairs']} ({c['tasks']})",
-                      f"{c['only_a_complete']} / {c['only_b_complete']}",
-                      ci(c["completion_diff"], c["completion_diff_ci95"]),
-                      p(c["completion_p"], c["completion_p_holm"], c["completion_test"]),
-                      ci(c["reward_diff"], c["reward_diff_ci95"]), p(c["reward_p"], c["reward_p_holm"]))
+
+ECONOMICS: list[tuple[str, Any]] = [
+    ("USD per completed task", lambda e: usd(e, "usd_per_completed_task")),
+    ("USD total", lambda e: usd(e, "cost_usd")),
+    ("tokens per episode", lambda e: _num(e.get("tokens_per_episode"), ",.0f")),
+    ("policy call p50 / p95 s", lambda e: seconds((e["model_calls"].get("policy") or {}).get("latency"))),
+    ("expert call p50 / p95 s", lambda e: seconds((e["model_calls"].get("expert") or {}).get("latency"))),
+    ("episode wall p50 / p95 s", lambda e: seconds(e.get("episode_wall"))),
+    ("retries per 100 calls", lambda e: " / ".join(f"{r} {c['retries_per_100_calls']:g}"
+                                                   for r, c in e["model_calls"].items()) or "n/a"),
+    ("model errors (episodes)", lambda e: str(e.get("model_errors", 0))),
+]
+
+
+def economics_table(summary: dict[str, Any]) -> Table:
+    """Provider economics per arm: cost per completed task, tokens, latencies, retries, model errors."""
+    arms = [a for a in summary["arms"].values() if a.get("economics")]
+    table = Table(title="provider economics (p50 / p95)", title_justify="left",
+                  caption="unknown: a model without a price (set input/output_cost_per_mtok in awm.toml)",
+                  caption_justify="left")
+    table.add_column("")
+    for arm in arms:
+        table.add_column(arm["arm"], justify="right")
+    for label, cell in ECONOMICS:
+        table.add_row(label, *(cell(a["economics"]) for a in arms))
     return table
 
 
-PAIRED_CAPTION = ("p: ᴹ exact McNemar (one pair per task), else sign-flip permutation over tasks; Holm across "
-                  "the arm pairs, per metric. CIs: bootstrap over tasks. Pairs with an infrastructure error are "
-                  "left out.")
+def sequential_text(seq: dict[str, Any]) -> str:
+    """One paragraph on an --until-decided run: why it stopped, the e-value and the anytime-valid interval."""
+    lo, hi = seq.get("theta_interval") or (None, None)
+    verdict = "decided" if seq.get("decided") else "not decided"
+    reason = str(seq.get("stop_reason") or "").removeprefix("decided: ").removesuffix(": not decided")
+    return (f"until-decided: {verdict} ({reason}). e-value {seq.get('e_value'):.4g} "
+            f"(threshold {seq.get('threshold'):g} = 1/alpha), {seq.get('discordant_pairs')} discordant of "
+            f"{seq.get('pairs')} pairs ({seq.get('later_arm_wins')} won by the later arm); "
+            f"{seq.get('interval_note')}: [{lo}, {hi}]. Test: {seq.get('test')}.")
+
+
+def comparison_heading(c: dict[str, Any]) -> str:
+    """How a comparison was paired: pairs used, missing in either arm, duplicates, infra-error pairs."""
+    if c.get("design") == "unpaired":
+        return (f"{c['a']} → {c['b']}: UNPAIRED ({c.get('design_note')}); episodes {c.get('episodes_a')} / "
+                f"{c.get('episodes_b')}")
+    return (f"{c['a']} → {c['b']}: {c.get('pairs', 0)} pairs used ({c.get('tasks')} tasks), "
+            f"{c.get('pairs_with_infra_error', 0)} with an infra error (strict only); missing: "
+            f"{c.get('pairs_missing_in_a', 0)} in {c['a']}, {c.get('pairs_missing_in_b', 0)} in {c['b']}; "
+            f"duplicates: {c.get('duplicates_a', 0) + c.get('duplicates_b', 0)}")
+
+
+def p_cell(c: dict[str, Any], metric: str) -> str:
+    """A p-value as it prints: exact or marked, with the smallest attainable p when it is above 0.001."""
+    text = c.get(f"{metric}_p_text") or _pvalue(c.get(f"{metric}_p"))
+    floor = c.get(f"{metric}_p_min")
+    if isinstance(floor, int | float) and floor > 0.001:
+        text += f" (smallest possible {floor:.3g})"
+    return text
+
+
+def paired_table(summary: dict[str, Any]) -> Group | None:
+    """Arm against arm (b minus a, b the later --arm): one small table per comparison, titled with how it
+    was paired; None with one arm."""
+    comparisons = summary.get("paired") or []
+    if not comparisons:
+        return None
+
+    def ci(value: Any, bounds: Any) -> str:
+        if value is None:
+            return "n/a"
+        return f"{value:+.3f}" + (f" [{bounds[0]:+.3f}, {bounds[1]:+.3f}]" if bounds else "")
+
+    tables = []
+    for n, c in enumerate(comparisons):
+        last = n == len(comparisons) - 1
+        table = Table(title=f"paired comparison {comparison_heading(c)}", title_justify="left",
+                      caption=PAIRED_CAPTION if last else None, caption_justify="left")
+        for col in ("b − a", "Δ [95% CI]", "p", "Holm p", "test"):
+            table.add_column(col, justify="left" if col in ("b − a", "test") else "right")
+        for label, metric, diff in (("completion (accountable)", "completion", "completion_diff"),
+                                    ("completion (strict)", "strict_completion", "strict_completion_diff"),
+                                    ("reward (accountable)", "reward", "reward_diff")):
+            table.add_row(label, ci(c.get(diff), c.get(f"{diff}_ci95")), p_cell(c, metric),
+                          c.get(f"{metric}_p_holm_text") or _pvalue(c.get(f"{metric}_p_holm")),
+                          str(c.get(f"{metric}_test") or "n/a"))
+        if c.get("strict_disagrees"):
+            table.add_row("[yellow]strict and accountable disagree: infra errors depend on the arm[/]", "", "", "",
+                          "")
+        tables.append(table)
+    return Group(*tables)
+
+
+PAIRED_CAPTION = ("Pairs: the same task, repeat and seed. Accountable: pairs with an infrastructure error left out; "
+                  "strict: they count as failures. p: exact unless marked Monte Carlo (with its draws). Holm: "
+                  "across the arm pairs, per metric. CIs: bootstrap over tasks.")
 
 
 def _pvalue(value: float | None) -> str:
     if value is None:
-        return "–"
-    return "<1e-6" if value < 1e-6 else f"{value:.3g}"
+        return "n/a"
+    return fmt_log10(math.log10(value)) if value > 0 else "n/a"

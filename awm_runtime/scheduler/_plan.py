@@ -97,3 +97,18 @@ def plan_episodes(tasks: Sequence[Task], arms: Sequence[ArmConfig], *, repeats: 
 def split(total: int, parts: int) -> list[int]:
     """`total` as `parts` near-equal positive integers."""
     return [total // parts + (1 if i < total % parts else 0) for i in range(parts)]
+
+
+def plan_shuffled(tasks: Sequence[Task], arms: Sequence[ArmConfig], *, repeats: int,
+                  seed: int) -> Iterator[EpisodeSpec]:
+    """`--until-decided`: repeat-major, tasks in a random order drawn from `seed` (a fresh one per
+    repeat), arms innermost. Any prefix is a random sample of tasks, so a test that stops early
+    has not looked at the first scenarios only; the order depends only on the seed and the keys."""
+    for repeat in range(repeats):
+        order = sorted(tasks, key=lambda t: hashlib.blake2b(f"{seed}:{repeat}:{t.scenario}:{t.task_idx}".encode(),
+                                                            digest_size=8).digest())
+        for task in order:
+            s = episode_seed(seed, task.scenario, task.task_idx, repeat)
+            for arm in arms:
+                yield EpisodeSpec(arm=arm.name, scenario=task.scenario, task_idx=task.task_idx,
+                                  repeat=repeat, seed=s)

@@ -23,7 +23,7 @@ from awm_runtime.models import ModelRegistry, apply_routes, load_registry, prefl
 from awm_runtime.models._local import start_local_servers
 from awm_runtime.models._transport import IN_PROCESS
 from awm_runtime.scheduler._fit import check_fit
-from awm_runtime.scheduler._plan import order_tasks, plan_episodes, select_tasks, split
+from awm_runtime.scheduler._plan import order_tasks, plan_episodes, plan_shuffled, select_tasks, split
 from awm_runtime.scheduler._resume import with_stored_models
 from awm_runtime.verifiers import Judge
 from awm_runtime.worlds import AwmWorld, RemoteWorld, RunWorld, load_split, load_worlds, trivial_tasks, world_options
@@ -52,7 +52,8 @@ class PreparedRun:
         return len(self.tasks) * len(self.harnesses) * self.config.repeats
 
     def specs(self) -> Iterator[EpisodeSpec]:
-        return plan_episodes(self.tasks, self.config.arm_list(), repeats=self.config.repeats, seed=self.config.seed)
+        plan = plan_shuffled if self.config.until_decided else plan_episodes
+        return plan(self.tasks, self.config.arm_list(), repeats=self.config.repeats, seed=self.config.seed)
 
     def units(self) -> Iterator[Unit]:
         """The run as units; without groups, every episode is its own unit."""

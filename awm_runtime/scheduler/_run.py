@@ -20,7 +20,7 @@ import structlog
 
 from awm_runtime._config import RunConfig
 from awm_runtime._errors import ConfigError
-from awm_runtime._interfaces import Sink
+from awm_runtime._interfaces import Sink, StoppingRule
 from awm_runtime._types import EpisodeRecord
 from awm_runtime._units import EpisodeRunner, Unit
 from awm_runtime.episode._checkpoint import CHECKPOINTS
@@ -38,7 +38,9 @@ from awm_runtime.logs import (
     repair_tail,
 )
 from awm_runtime.models import shutdown
+from awm_runtime.report import RunStats
 from awm_runtime.scheduler._control import LoopLag, RunControl, must_finish, peak_rss_mib, rss_mib
+from awm_runtime.scheduler._decide import PairWatch, WatchedStats, endpoint_totals
 from awm_runtime.scheduler._episode_pool import EpisodePool
 from awm_runtime.scheduler._forks import in_flight, resumable
 from awm_runtime.scheduler._manifest import manifest, out_dir
@@ -67,11 +69,13 @@ class RunResult:
 
 async def run(config: RunConfig, *, sinks: Sequence[Sink] = (), prepared: PreparedRun | None = None,
               on_start: Callable[[int, int], None] | None = None, control: RunControl | None = None,
-              progress: RunProgress | None = None, log_stdout: IO[str] | None = None) -> RunResult:
+              progress: RunProgress | None = None, log_stdout: IO[str] | None = None,
+              stopping: StoppingRule | None = None) -> RunResult:
     """Run every planned episode not already recorded; return the run's summary.
 
     `control` stops the run early (signals, tests); `progress` is the live state a view reads;
-    `log_stdout` also receives every event line. Cancelling the task that runs this cancels the
+    `log_stdout` also receives every event line; `stopping` is the sequential test of an
+    `--until-decided` run, asked after each finished pair. Cancelling the task that runs this cancels the
     in-flight episodes (not recorded), and still flushes the logs and writes summary.json."""
     prep = prepared or await prepare(config)
     if prep.config.models != config.models:  # a resume: the model definitions its manifest stored
@@ -91,6 +95,15 @@ async def run(config: RunConfig, *, sinks: Sequence[Sink] = (), prepared: Prepar
     control = control or RunControl(config.grace_s)
     progress = progress or RunProgress()
     writer = RunDirWriter(out)
+    watch: PairWatch | None = None
+    if config.until_decided:
+        if stopping is None:
+            raise ConfigError("until_decided needs a stopping rule: run(config, stopping=SequentialTest(alpha))")
+        watch = PairWatch([a.name for a in config.arm_list()], stopping, control, max_episodes=config.max_episodes,
+                          max_usd=config.max_usd)
+        progress.stats = WatchedStats([a.name for a in config.arm_list()], watch)
+    elif not progress.stats.episodes:
+        progress.stats = RunStats([a.name for a in config.arm_list()])  # tables and differences in --arm order
     done: set[tuple[str, str, int, int]] = set()
     recorded: set[str] = set()
     if prep.config.checkpoint != "none":
@@ -151,7 +164,10 @@ async def run(config: RunConfig, *, sinks: Sequence[Sink] = (), prepared: Prepar
             cluster = await RayCluster.start(config, prep, run_id, events, control, progress)
             shards = progress.shards
         for stage in prep.stages():  # a stage is planned only after the one before it has finished
-            units = remember(resumable(u, prep.resume_from) for u in stage if not all(k in done for k in u.keys))
+            units: Iterator[Unit] = remember(resumable(u, prep.resume_from) for u in stage
+                                             if not all(k in done for k in u.keys))
+            if watch is not None:
+                units = watch.capped(units, len(done))
             if cluster is not None:  # the driver plans, feeds and records; the actors run the episodes
                 outcome = await run_local(config, prep, run_id, [], units, control, progress, record,
                                           runner=cluster.run_episode)
@@ -168,15 +184,18 @@ async def run(config: RunConfig, *, sinks: Sequence[Sink] = (), prepared: Prepar
             outcome = {**outcome, **await must_finish(cluster.close())}
         for t in background:
             t.cancel()
+        stopped_early = control.stop_requested and (watch is None or watch.reason != control.reason)
         summary = {"run_id": run_id, "out": str(out), "wall_s": round(time.perf_counter() - started, 3),
                    "planned": prep.planned, "already_done": len(done), "recorded": progress.recorded,
                    "not_run": prep.planned - len(done) - progress.recorded, "cancelled": progress.cancelled,
                    **({"lost": progress.lost} if progress.lost else {}),
-                   "interrupted": control.stop_requested, "stop_reason": control.reason, "shards": shards,
+                   "interrupted": stopped_early, "stop_reason": control.reason, "shards": shards,
                    "concurrency": config.concurrency, "loop_lag_ms": lag.to_dict(), "peak_rss_mib":
                    round(peak_rss_mib(), 1), **outcome, **progress.stats.to_dict(),
                    **({getattr(prep.planner, "summary_key", "groups"): prep.planner.summary()}
-                      if prep.planner else {})}
+                      if prep.planner else {}),
+                   **({"sequential": watch.summary(not control.stop_requested)} if watch else {}),
+                   **({"endpoints": endpoint_totals(progress.endpoints())} if progress.recorded else {})}
         warnings = judge_warnings(summary)
         if warnings:
             summary["warnings"] = warnings
@@ -195,7 +214,7 @@ async def run(config: RunConfig, *, sinks: Sequence[Sink] = (), prepared: Prepar
         await must_finish(prep.world.aclose())
         await must_finish(shutdown())
     return RunResult(run_id, out, summary, prep.planned, progress.recorded, len(done), summary["not_run"],
-                     control.stop_requested, int(summary.get("unrecorded_count", 0)))
+                     stopped_early, int(summary.get("unrecorded_count", 0)))
 
 
 EpisodeKey = tuple[str, str, int, int]

@@ -144,7 +144,7 @@ def test_two_arms_are_compared_pair_by_pair(tmp_path: Path) -> None:
     assert (c["a"], c["b"], c["pairs"], c["tasks"]) == ("solo", "asked", 40, 20)
     assert c["completion_diff"] > 0 and c["completion_p"] < 0.05  # the expert helps the simulated novice
     # Two repeats per task: the p-value comes from the test over tasks, not from 40 "independent" pairs.
-    assert c["completion_test"] == "sign_flip_over_tasks" and c["completion_p_holm"] == c["completion_p"]
+    assert c["completion_test"] == "sign-flip over tasks" and c["completion_p_holm"] == c["completion_p"]
     assert "Holm" in json.loads((out / "summary.json").read_text())["paired_method"]
     assert "sign-flip" in proc.stdout and "Holm" in proc.stdout  # the method under the table
     report = subprocess.run([sys.executable, "-c", "from awm_runtime.cli import report_main; "

@@ -18,7 +18,7 @@ import pytest
 Awm = Callable[..., subprocess.CompletedProcess[str]]
 
 TWO_ARM_FIGURES = {"fig-completion", "fig-forest", "fig-heatmap", "fig-expert-timing", "fig-followed-by",
-                   "fig-distributions", "fig-format-errors"}
+                   "fig-distributions", "fig-format-errors", "fig-economics"}
 
 
 class Page(HTMLParser):
@@ -111,12 +111,20 @@ def test_two_arm_report_has_every_plot_and_the_run_s_numbers(awm: Awm, two_arm_r
         assert row[3] == str(len(mine))
         assert row[4].startswith(f"{100 * complete / accountable:.1f}% [") and row[4].endswith(f"of {accountable}")
         assert row[5].startswith(f"{100 * complete / len(mine):.1f}% [")
-    paired = page.tables["table-forest"]
-    assert paired[1][0] == "solo → asked"
+    paired = page.tables["table-forest-0"]
+    assert [r[0] for r in paired[1:]] == ["completion (accountable)", "completion (strict)", "reward (accountable)"]
     summary = json.loads((two_arm_run / "summary.json").read_text())
-    assert paired[1][1] == str(summary["paired"][0]["pairs"])
-    assert re.fullmatch(r"<1e-6|[0-9.e-]+", paired[1][5])  # the p-value is shown
-    assert "Method: " in text and "McNemar" in page.figures["fig-forest"]["alt"]
+    c = summary["paired"][0]
+    assert f"solo → asked: {c['pairs']} pairs used ({c['tasks']} tasks)" in text
+    assert "missing: 0 in solo, 0 in asked; duplicates: 0" in text
+    for row, metric in zip(paired[1:], ("completion", "strict_completion", "reward"), strict=True):
+        assert row[2].startswith(f"{c[metric + '_p_text']} ({c[metric + '_test']})"), row  # each row names its test
+    assert "Method: " in text and "McNemar" in text and "Method" not in page.figures["fig-forest"]["alt"]
+    economics = {r[0]: r for r in page.tables["table-economics"][1:]}
+    assert set(economics) == {"solo", "asked"}
+    assert economics["solo"][1] == "unknown" and "$0" not in text  # simulated models have no price
+    assert re.fullmatch(r"[0-9.e-]+ / [0-9.e-]+", economics["asked"][4])  # policy call p50 / p95
+    assert "Wilson score, n/a" not in text
     expert = {r[0]: r for r in page.tables["table-expert"][1:]}
     assert expert["asked"][1] == str(sum(r["expert_calls"] for r in recs if r["arm"] == "asked")) != "0"
     assert expert["solo"][1] == "0"
@@ -155,7 +163,7 @@ def test_several_runs_are_compared_on_the_tasks_they_share(awm: Awm, two_arm_run
     first, second = f"{two_arm_run.parent.name}/run", f"{group_run.parent.name}/run"  # both are named run
     labels = [r[0] for r in page.tables["table-completion"][1:]]
     assert labels == [f"{first}/solo", f"{first}/asked", f"{second}/main"]
-    compared = [r[0] for r in page.tables["table-forest-runs"][1:]]
+    compared = [k for k in page.tables if k.startswith("table-forest-runs-")]
     assert len(compared) == 3  # every two of the three (run, arm) series, on the shared tasks only
 
 
@@ -189,3 +197,70 @@ def test_text_and_json_output_take_several_runs(awm: Awm, two_arm_run: Path, gro
         assert [d["run"] for d in data] == [str(two_arm_run), str(group_run)]
     else:
         assert str(two_arm_run) in proc.stdout and "awm-run summary" in proc.stdout
+
+
+def test_in_chromium_at_1280_px_the_forest_plot_fits_and_the_economics_section_shows(
+        awm: Awm, two_arm_run: Path, tmp_path: Path) -> None:
+    """The report as a reader sees it: headless chromium, a 1280 px window, 100% zoom. The forest plot is
+    shown at (nearly) its natural size, so its 10 pt labels stay about 14 px tall; the economics section
+    is there. Screenshots go to $AWM_SCREENSHOTS (for the docs) or the test's folder."""
+    import asyncio
+    import os
+
+    from tests.e2e.test_awm_view import chromium
+
+    out = tmp_path / "report.html"
+    assert awm("report", str(two_arm_run), "--html", str(out)).returncode == 0
+    shots = Path(os.environ.get("AWM_SCREENSHOTS") or tmp_path)
+
+    async def look() -> dict[str, Any]:
+        async with chromium(tmp_path / "profile") as context:
+            page = await context.new_page()
+            await page.set_viewport_size({"width": 1280, "height": 900})
+            await page.goto(out.as_uri())
+            forest = page.locator("#fig-forest img")
+            sizes = await forest.evaluate("img => [img.naturalWidth, img.clientWidth, document.body.scrollWidth]")
+            await page.locator("#fig-forest").screenshot(path=str(shots / "issue26-forest.png"))
+            economics = page.locator("#economics")
+            visible = await economics.is_visible()
+            text = await economics.inner_text()
+            await economics.screenshot(path=str(shots / "issue26-economics.png"))
+            return {"sizes": sizes, "visible": visible, "text": text}
+
+    seen = asyncio.run(look())
+    natural, shown, page_width = seen["sizes"]
+    assert natural <= 1040 and shown >= 0.95 * natural, seen["sizes"]  # not shrunk: labels legible at 100%
+    assert page_width <= 1280  # nothing forces a horizontal scroll
+    assert seen["visible"] and "USD per completed task" in seen["text"] and "policy call p50 / p95" in seen["text"]
+    assert (shots / "issue26-forest.png").stat().st_size > 10_000
+
+
+def test_runs_with_different_seeds_are_compared_unpaired_and_say_so(awm: Awm, tmp_path: Path) -> None:
+    runs = []
+    for seed in ("1", "2"):
+        out = tmp_path / f"seed{seed}"
+        proc = awm("run", "--expert", "none", "--scenarios", "codeforge_devtools", "--tasks", "0-5", "--seed", seed,
+                   "--out", str(out), "--quiet", "--preflight", "off")
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        runs.append(out)
+    text, page = render(awm, tmp_path, *runs)
+    (table_id,) = [k for k in page.tables if k.startswith("table-forest-runs-")]
+    assert "UNPAIRED" in text and "share no (task, repeat, seed)" in text
+    assert "the same task, repeat and seed" not in text.split('id="paired"')[1].split("</h4>")[0]
+    rows = page.tables[table_id][1:]
+    assert "(Fisher exact (unpaired))" in rows[0][2]
+
+
+def test_duplicate_keys_are_an_error_that_names_them(awm: Awm, two_arm_run: Path, tmp_path: Path) -> None:
+    import shutil
+
+    copy = tmp_path / "dup"
+    shutil.copytree(two_arm_run, copy)
+    lines = (copy / "episodes.jsonl").read_text().splitlines(keepends=True)
+    first = json.loads(lines[0])
+    (copy / "episodes.jsonl").write_text("".join(lines) + lines[0])
+    for extra in (("--html", str(tmp_path / "x.html")), ()):
+        proc = awm("report", str(copy), *extra)
+        assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+        assert "1 duplicate episode key(s)" in proc.stderr
+        assert f"{first['arm']}:{first['scenario']}/{first['task_idx']} repeat {first['repeat']}" in proc.stderr

@@ -86,3 +86,14 @@ def test_labels_and_bad_directories(tmp_path: Path) -> None:
     (tmp_path / EPISODES).write_bytes(record_line(EpisodeRecord.model_validate(rec(1, "complete")))[:-5])
     with pytest.raises(ConfigError, match="no finished episodes"):
         load_run(tmp_path, "x")  # only a torn line
+
+
+def test_distributions_leave_infra_errors_out_and_count_them_apart() -> None:
+    from awm_runtime.report._collect import Series
+
+    s = Series("run", "a", "a")
+    s.add({"outcome": "complete", "reward": 1.0, "turns": 3, "seed": 1})
+    s.add({"outcome": "error", "reward": 0.0, "turns": 1, "seed": 1, "task_idx": 1})
+    assert (s.rewards, s.turns, s.infra_errors, s.total.episodes) == ([1.0], [3], 1, 2)
+    s.add({"outcome": "incomplete", "reward": 0.1, "turns": 2, "seed": 1})  # the first task again: a duplicate
+    assert s.duplicates == [("?", 0, 0, 1)] and s.pairs[("?", 0, 0, 1)] == ("complete", 1.0)
