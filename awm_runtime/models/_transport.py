@@ -57,7 +57,11 @@ def uses_call_procs(model: str, api_base: str | None, transport: str = "auto") -
     return not model.startswith("sim/") and not direct_http(model, api_base, transport)
 
 
-def transport_for(model: str, api_base: str | None, transport: str = "auto") -> Transport:
+def transport_for(model: str, api_base: str | None, transport: str = "auto", *, tito: bool = False) -> Transport:
+    if tito and not model.startswith("sim/"):
+        from awm_runtime.models._tito import TITO
+
+        return TITO
     if model.startswith("sim/"):
         return IN_PROCESS  # simulations answer from this process's memory of the tasks
     if direct_http(model, api_base, transport):
