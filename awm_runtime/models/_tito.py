@@ -80,7 +80,6 @@ class Generation:
     ids: list[int]
     logprobs: list[float] | None
     finish_reason: str | None
-    ended_on_eos: bool  # the last id is the end-of-generation token the model sampled
 
 
 class _Failure(Exception):
@@ -210,9 +209,9 @@ class LlamaCpp(Engine):
                 tokens = [int(p["id"]) for p in probs]
         if logprobs is not None and len(logprobs) != len(tokens):
             raise _Failure("server", f"/completion: {len(logprobs)} logprobs for {len(tokens)} tokens")
-        stop = data.get("stop_type")
-        finish = "length" if stop == "limit" else "stop"
-        return Generation(str(data.get("content") or ""), tokens, logprobs, finish, stop == "eos")
+        # `tokens` ends with the end-of-generation id when the model sampled it (stop_type "eos")
+        finish = "length" if data.get("stop_type") == "limit" else "stop"
+        return Generation(str(data.get("content") or ""), tokens, logprobs, finish)
 
 
 class Vllm(Engine):
@@ -264,10 +263,8 @@ class Vllm(Engine):
                 raise _Failure("server", f"/v1/completions: {len(logprobs)} logprobs for {len(tokens)} tokens")
         if not tokens:
             raise _Failure("fatal", "/v1/completions returned no token_ids: tito needs vLLM >= 0.10.2")
-        finish = choice.get("finish_reason")
         # vLLM's token_ids end with the EOS id when the model stopped on it (its text leaves it out)
-        return Generation(str(choice.get("text") or ""), tokens, logprobs, finish,
-                          finish == "stop" and choice.get("stop_reason") is None)
+        return Generation(str(choice.get("text") or ""), tokens, logprobs, choice.get("finish_reason"))
 
 
 async def engine_kind(api_base: str, model: str, key: str | None, timeout_s: float = 10.0) -> str | None:

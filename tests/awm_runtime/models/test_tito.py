@@ -146,3 +146,22 @@ async def test_preflight_refuses_tito_where_the_engine_takes_no_token_ids(tmp_pa
         assert "tito = true needs a llama.cpp llama-server or vLLM endpoint" in line and "drop tito" in line
     with pytest.raises(ConfigError, match="tito = true needs protocol"):
         load_registry(config(tmp_path, "http://127.0.0.1:9/v1", protocol="native"))
+
+
+async def test_the_fit_preflight_counts_the_very_prompt_tito_sends(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    import httpx
+
+    from awm_runtime.models._serving import count_prompt, read_facts
+
+    monkeypatch.setenv("LOOP_KEY", KEY)
+    with FakeOpenAI(key=KEY, models=("loop-model",), token_engine=True, max_model_len=4096,
+                    default=Reply(content="ok")) as server:
+        cfg = load_registry(config(tmp_path, server.url)).get("loop-tito")
+        messages = [{"role": "system", "content": "You operate a shop."}, {"role": "user", "content": "List orders."}]
+        async with httpx.AsyncClient() as client:
+            facts = await read_facts(cfg, client)
+            count = await count_prompt(cfg, facts, messages, None, client)
+        reply = await ModelClient(cfg, "policy").complete(messages)
+    assert facts.window == 4096 and count.exact
+    assert count.tokens == len(reply.prompt_token_ids or []) == len(ChatML.encode(ChatML.render(messages)))
