@@ -6,7 +6,7 @@ answers like the wrapped responder, plus what vLLM adds when asked for `return_t
 `logprobs`: the prompt's ids (`prompt_token_ids`), the generated ids (`choices[0].token_ids`,
 ending with `<|im_end|>`) and one logprob per generated id. `tokenize_body` and `completions_body` are the
 same engine's token-in, token-out endpoints (vLLM's `/tokenize` and `/v1/completions`), which
-`FakeOpenAI(token_engine=True)` serves.
+`FakeOpenAI(token_engine=ChatMLEngine())` serves.
 """
 
 from __future__ import annotations
@@ -128,6 +128,22 @@ def completions_body(request: dict[str, Any], reply: Reply, prompt: list[int]) -
     return {"id": "cmpl-loop", "object": "text_completion", "created": 0, "model": request.get("model", "fake"),
             "choices": [choice], "usage": {"prompt_tokens": len(prompt), "completion_tokens": len(generated),
                                             "total_tokens": len(prompt) + len(generated)}}
+
+
+class ChatMLEngine:
+    """The toy engine's token-in, token-out endpoints, for `FakeOpenAI(token_engine=ChatMLEngine())`."""
+
+    def tokenize(self, body: dict[str, Any], max_model_len: int) -> dict[str, Any]:
+        return tokenize_body(body, max_model_len)
+
+    def detokenize(self, ids: list[int]) -> str:
+        return ChatML.decode(ids)
+
+    def read_prompt(self, ids: list[int]) -> list[dict[str, Any]]:
+        return ChatML.parse(ChatML.decode(ids))
+
+    def completion(self, body: dict[str, Any], reply: Reply, prompt: list[int]) -> dict[str, Any]:
+        return completions_body(body, reply, prompt)
 
 
 def with_token_ids(inner: Responder) -> Responder:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from awm_runtime.testing import ChatML, FakeOpenAI, sim_responder, teach_builtin
+from awm_runtime.testing import ChatML, ChatMLEngine, FakeOpenAI, sim_responder, teach_builtin
 from tests.e2e.conftest import awm_command
 from tests.e2e.test_awm_run import awm_run, records
 
@@ -19,8 +19,8 @@ KEY = "loop-key-tito-e2e-01"
 def test_a_tito_run_records_the_exact_sequence_and_grpo_rows_carry_it(tmp_path: Path) -> None:
     teach_builtin()
     config = tmp_path / "awm.toml"
-    with FakeOpenAI(key=KEY, models=("loop-model",), token_engine=True, max_model_len=1 << 20, max_lifetime_s=300,
-                    responder=sim_responder("novice", {"give_up_rate": 0.0})) as server:
+    with FakeOpenAI(key=KEY, models=("loop-model",), token_engine=ChatMLEngine(), max_model_len=1 << 20,
+                    max_lifetime_s=300, responder=sim_responder("novice", {"give_up_rate": 0.0})) as server:
         config.write_text(f'[models.loop-tito]\nmodel = "hosted_vllm/loop-model"\napi_base = "{server.url}"\n'
                           f'api_key_env = "LOOP_KEY"\nprotocol = "hermes"\ntito = true\n')
         out = tmp_path / "run"

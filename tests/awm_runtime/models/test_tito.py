@@ -20,7 +20,7 @@ from awm_runtime.logs import iter_records
 from awm_runtime.models import ModelClient, load_registry, preflight
 from awm_runtime.models._tito import SEQUENCE_KEY
 from awm_runtime.policies.protocols import ToolProtocol
-from awm_runtime.testing import ChatML, FakeOpenAI, Reply, sim_responder, teach_builtin
+from awm_runtime.testing import ChatML, ChatMLEngine, FakeOpenAI, Reply, sim_responder, teach_builtin
 from awm_runtime.testing._tokens import IM_END
 
 KEY = "loop-key-tito-0001"
@@ -30,7 +30,8 @@ KEY = "loop-key-tito-0001"
 def engine() -> Iterator[FakeOpenAI]:
     teach_builtin()
     # a byte tokenizer: the shopfront's 44 tools are ~51k ids
-    with FakeOpenAI(key=KEY, models=("loop-model",), max_lifetime_s=600, token_engine=True, max_model_len=1 << 20,
+    with FakeOpenAI(key=KEY, models=("loop-model",), max_lifetime_s=600, token_engine=ChatMLEngine(),
+                    max_model_len=1 << 20,
                     responder=sim_responder("novice", {"give_up_rate": 0.0, "wrong_call_rate": 0.5})) as server:
         yield server
 
@@ -106,7 +107,7 @@ def test_each_request_is_the_previous_sequence_plus_the_delta_and_ids_decode_to_
 async def test_a_sequence_past_the_window_is_a_context_overflow_before_it_is_sent(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("LOOP_KEY", KEY)
-    with FakeOpenAI(key=KEY, models=("loop-model",), token_engine=True, max_model_len=64,
+    with FakeOpenAI(key=KEY, models=("loop-model",), token_engine=ChatMLEngine(), max_model_len=64,
                     default=Reply(content="hello")) as server:
         client = ModelClient(load_registry(config(tmp_path, server.url)).get("loop-tito"), "policy")
         short = await client.complete([{"role": "user", "content": "hi"}], params={"max_tokens": 500})
@@ -121,7 +122,8 @@ async def test_a_sequence_past_the_window_is_a_context_overflow_before_it_is_sen
 async def test_a_reply_without_its_token_sequence_is_refused_not_re_rendered(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("LOOP_KEY", KEY)
-    with FakeOpenAI(key=KEY, models=("loop-model",), token_engine=True, default=Reply(content="ok")) as server:
+    with FakeOpenAI(key=KEY, models=("loop-model",), token_engine=ChatMLEngine(),
+                    default=Reply(content="ok")) as server:
         client = ModelClient(load_registry(config(tmp_path, server.url)).get("loop-tito"), "policy")
         history = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"},
                    {"role": "user", "content": "again"}]
@@ -155,7 +157,7 @@ async def test_the_fit_preflight_counts_the_very_prompt_tito_sends(tmp_path: Pat
     from awm_runtime.models._serving import count_prompt, read_facts
 
     monkeypatch.setenv("LOOP_KEY", KEY)
-    with FakeOpenAI(key=KEY, models=("loop-model",), token_engine=True, max_model_len=4096,
+    with FakeOpenAI(key=KEY, models=("loop-model",), token_engine=ChatMLEngine(), max_model_len=4096,
                     default=Reply(content="ok")) as server:
         cfg = load_registry(config(tmp_path, server.url)).get("loop-tito")
         messages = [{"role": "system", "content": "You operate a shop."}, {"role": "user", "content": "List orders."}]
