@@ -117,11 +117,11 @@ class Rollouts:
         self.policy = harness.policy
         client = self.policy.client
         update: dict[str, Any] = {"logprobs": True}  # token data on every reply
-        if self.tito is not None:
+        if self.tito is not None and self.tito != client.config.tito:
             update["tito"] = self.tito
+            client._transport = None  # resolved again at the first call, for the config below
         # validated again: tito needs a text protocol (hermes or awm)
         client.config = _validated(client.config.alias, {**client.config.model_dump(), **update}, "rollouts")
-        client._transport = None  # resolved again at the first call, for the config above
         if client.config.tito:
             await check_tito(client.config)
         self.llama: LlamaCppTokens | None = None

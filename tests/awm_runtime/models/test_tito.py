@@ -167,3 +167,15 @@ async def test_the_fit_preflight_counts_the_very_prompt_tito_sends(tmp_path: Pat
         reply = await ModelClient(cfg, "policy").complete(messages)
     assert facts.window == 4096 and count.exact
     assert count.tokens == len(reply.prompt_token_ids or []) == len(ChatML.encode(ChatML.render(messages)))
+
+
+def test_rollouts_with_tito_refuse_an_engine_that_takes_no_token_ids(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LOOP_KEY", KEY)
+    with FakeOpenAI(key=KEY, models=("loop-model",)) as plain:
+        path = tmp_path / "plain.toml"
+        path.write_text(f'[models.plain]\nmodel = "openai/loop-model"\napi_base = "{plain.url}"\n'
+                        'api_key_env = "LOOP_KEY"\nprotocol = "hermes"\n')
+        with pytest.raises(ConfigError, match="tito needs a llama.cpp llama-server or vLLM endpoint"):
+            make_rollout_func(policy="plain", expert="none", config_path=path, scenarios="shopfront*", tasks="0",
+                              preflight="off", tito=True)
