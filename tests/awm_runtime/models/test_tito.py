@@ -176,6 +176,6 @@ def test_rollouts_with_tito_refuse_an_engine_that_takes_no_token_ids(tmp_path: P
         path = tmp_path / "plain.toml"
         path.write_text(f'[models.plain]\nmodel = "openai/loop-model"\napi_base = "{plain.url}"\n'
                         'api_key_env = "LOOP_KEY"\nprotocol = "hermes"\n')
-        with pytest.raises(ConfigError, match="tito needs a llama.cpp llama-server or vLLM endpoint"):
+        with pytest.raises(ConfigError, match=r"tito needs a llama\.cpp llama-server or vLLM endpoint"):
             make_rollout_func(policy="plain", expert="none", config_path=path, scenarios="shopfront*", tasks="0",
                               preflight="off", tito=True)
