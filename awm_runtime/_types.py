@@ -137,6 +137,10 @@ class Message(_Model):
     # The prompt's token ids as the serving engine tokenised it (vLLM `prompt_token_ids`): kept in memory for
     # rollouts (integrations.trl), never written to episodes.jsonl, where it would grow with the square of the turns.
     prompt_token_ids: list[int] | None = Field(default=None, exclude=True)
+    # Token in, token out (an alias with `tito = true`): the prompt tokens this reply's turn added after the
+    # previous reply's ids (the whole prompt on the first reply). Every reply's `prompt_delta_ids` then its
+    # `token_ids`, in order, are the episode's exact token sequence (models/_tito.py).
+    prompt_delta_ids: list[int] | None = None
 
     def to_openai(self) -> dict[str, Any]:
         out: dict[str, Any] = {"role": self.role, "content": self.content}

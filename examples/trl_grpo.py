@@ -46,6 +46,8 @@ def parse() -> argparse.Namespace:
                    help="where the dequantised model is kept between runs")
     p.add_argument("--lr", type=float, default=1e-6)
     p.add_argument("--out", type=Path, help="also write every rollout here as a run directory")
+    p.add_argument("--tito", action="store_true",
+                   help="token in, token out: the episodes' token sequences are exactly what the model sampled")
     return p.parse_args()
 
 
@@ -95,13 +97,13 @@ def main() -> int:
 
     with make_rollout_func(policy=args.policy, expert=args.expert, worlds=args.worlds, tasks=args.tasks,
                            config_path=args.config, reward="try-first", max_turns=args.max_turns, preflight="quick",
-                           expert_ratio="0.5", concurrency=4, out=args.out) as rollouts:
+                           expert_ratio="0.5", concurrency=4, out=args.out, tito=args.tito or None) as rollouts:
         def rollout_func(prompts: list[Any], trainer: Any) -> dict[str, Any]:
             out = rollouts(prompts, trainer)
             batches.append(out)
             print(f"rollouts: rewards {out['env_reward']} outcomes {out['outcome']} "
                   f"with_expert {out['with_expert']} expert_calls {out['expert_calls']} "
-                  f"policy tokens {[sum(m) for m in out['env_mask']]}", flush=True)
+                  f"policy tokens {[sum(m) for m in out['env_mask']]} tokens_reread {out['tokens_reread']}", flush=True)
             return out
 
         g = args.num_generations

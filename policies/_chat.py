@@ -9,6 +9,7 @@ from typing import Any
 from awm_runtime._interfaces import PolicyTurn
 from awm_runtime._types import Message, ModelRef, Source, Task, ToolSpec
 from awm_runtime.models import ModelClient
+from awm_runtime.models._tito import delta_ids, with_sequence
 from awm_runtime.policies.protocols import ToolProtocol
 from awm_runtime.policies.protocols._carry import MAX_ARGUMENT_BYTES, ArgumentLimits
 
@@ -69,7 +70,11 @@ class ChatPolicy:
 
     async def act(self, messages: Sequence[Message], tools: Sequence[ToolSpec], *, seed: int = 0) -> PolicyTurn:
         started = time.perf_counter()
-        reply = await self.client.complete(self.speaker.wire(messages), tools=self.speaker.native_tools(tools),
+        wire = self.speaker.wire(messages)
+        tito = self.client.config.tito
+        if tito:  # token in, token out: the episode's exact tokens so far travel with the transcript
+            wire = with_sequence(wire, messages)
+        reply = await self.client.complete(wire, tools=self.speaker.native_tools(tools),
                                            params=self.request_params(seed))
         parsed = self.speaker.parse(reply.content, reply.tool_calls, tools, call_id=self.speaker.call_id(messages),
                                     finish_reason=reply.finish_reason, reasoning=reply.reasoning)
@@ -78,6 +83,7 @@ class ChatPolicy:
             reasoning=join_reasoning(reply.reasoning, parsed.reasoning), format_error=parsed.format_error,
             logprobs=reply.logprobs, token_ids=reply.token_ids, finish_reason=reply.finish_reason,
             prompt_token_ids=reply.prompt_token_ids,
+            prompt_delta_ids=delta_ids(reply, wire) if tito else None,
         )
         return PolicyTurn(message=message, action=parsed.action, warnings=parsed.warnings,
                           usage=reply.usage, elapsed_s=time.perf_counter() - started)

@@ -14,4 +14,5 @@ SUITES: dict[str, str] = {
     "serve": "awm_runtime.bench._serve",
     "awm1k": "awm_runtime.bench._awm1k",
     "real": "awm_runtime.bench._real",
+    "tito": "awm_runtime.bench._tito",
 }

@@ -55,13 +55,17 @@ def trl_message(m: dict[str, Any]) -> dict[str, Any]:
 
 
 def trl_messages(messages: list[dict[str, Any]], *, tokens: bool = False) -> list[dict[str, Any]]:
-    """`tokens`: keep the serving engine's completion token ids and logprobs on the policy's replies."""
+    """`tokens`: keep the serving engine's completion token ids and logprobs on the policy's replies, and with
+    tito the prompt tokens each turn added (`prompt_delta_ids`): every reply's delta then its ids, in order,
+    is the episode's exact token sequence."""
     out = []
     for m in messages:
         msg = trl_message(m)
         if tokens and m.get("source") == "policy":
             msg["token_ids"] = m.get("token_ids")
             msg["logprobs"] = m.get("logprobs")
+            if m.get("prompt_delta_ids") is not None:  # token in, token out: the exact sequence, turn by turn
+                msg["prompt_delta_ids"] = m["prompt_delta_ids"]
         out.append(msg)
     return out
 

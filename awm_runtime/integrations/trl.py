@@ -31,6 +31,7 @@ as the rollout function: the world's worker processes and connections stay warm 
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 import uuid
 from collections.abc import Sequence
@@ -45,6 +46,8 @@ from awm_runtime._types import EpisodeRecord, EpisodeSpec, GroupInfo, Message, T
 from awm_runtime.groups import FIRST_PHASE, group_advantages, had_format_error, parse_ratio, phase_for, phase_members
 from awm_runtime.integrations._engine_tokens import LlamaCppTokens
 from awm_runtime.integrations._sequence import TokenSequence, Turn, assemble
+from awm_runtime.models import ModelConfig
+from awm_runtime.models._registry import _validated
 
 __all__ = ["Rollouts", "env_reward", "make_rollout_func"]
 
@@ -55,20 +58,23 @@ def env_reward(completions: Sequence[Any], env_reward: Sequence[float], **_: Any
 
 
 def make_rollout_func(config: RunConfig | None = None, *, expert_ratio: str = "0.5", out: Path | None = None,
-                      timeout_s: float = 3600.0, **fields: Any) -> Rollouts:
+                      timeout_s: float = 3600.0, tito: bool | None = None, **fields: Any) -> Rollouts:
     """A `rollout_func(prompts, trainer) -> dict` for GRPOTrainer. `fields` are RunConfig fields (policy,
     expert, worlds, reward, nudges, max_turns, scenarios, tasks, split, config_path, concurrency, ...);
-    `out`, when given, receives every rollout as a run directory (episodes.jsonl, tools.jsonl)."""
-    return Rollouts(config or RunConfig(**fields), expert_ratio=expert_ratio, out=out, timeout_s=timeout_s)
+    `out`, when given, receives every rollout as a run directory (episodes.jsonl, tools.jsonl). `tito`
+    (None: as the policy alias says) plays the policy token in, token out (models/_tito.py)."""
+    return Rollouts(config or RunConfig(**fields), expert_ratio=expert_ratio, out=out, timeout_s=timeout_s,
+                    tito=tito)
 
 
 class Rollouts:
     """The rollout function: call it as TRL does, `close()` it when training ends."""
 
     def __init__(self, config: RunConfig, *, expert_ratio: str = "0.5", out: Path | None = None,
-                 timeout_s: float = 3600.0) -> None:
+                 timeout_s: float = 3600.0, tito: bool | None = None) -> None:
         parse_ratio(expert_ratio, 8)  # a bad spec fails here, before the world loads
         self.config, self.expert_ratio, self.timeout_s = config, expert_ratio, timeout_s
+        self.tito = tito
         self.phase = FIRST_PHASE
         self.batches = 0
         self.run_id = uuid.uuid4().hex
@@ -110,7 +116,14 @@ class Rollouts:
                               f"{self.config.policy!r}: the trainer needs the engine's token ids")
         self.policy = harness.policy
         client = self.policy.client
-        client.config = client.config.model_copy(update={"logprobs": True})  # token data on every reply
+        update: dict[str, Any] = {"logprobs": True}  # token data on every reply
+        if self.tito is not None and self.tito != client.config.tito:
+            update["tito"] = self.tito
+            client._transport = None  # resolved again at the first call, for the config below
+        # validated again: tito needs a text protocol (hermes or awm)
+        client.config = _validated(client.config.alias, {**client.config.model_dump(), **update}, "rollouts")
+        if client.config.tito:
+            await check_tito(client.config)
         self.llama: LlamaCppTokens | None = None
         if not client.config.model.startswith("hosted_vllm/"):  # vLLM sends the prompt's ids with each reply
             if not client.config.api_base:
@@ -291,6 +304,16 @@ class Rollouts:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+async def check_tito(config: ModelConfig) -> None:
+    """One line, before any episode, when the policy's engine cannot take token-id prompts."""
+    from awm_runtime.models._tito import engine_kind
+
+    key = os.environ.get(config.api_key_env or "", "") or None
+    if not config.api_base or not await engine_kind(config.api_base, config.model, key):
+        raise ConfigError(f"policy {config.alias!r}: tito needs a llama.cpp llama-server or vLLM endpoint that takes "
+                          f"token-id prompts, and {config.api_base or config.model} is neither (a hosted API cannot)")
 
 
 def _floats(logprobs: list[Any] | None, n: int) -> list[float] | None:

@@ -147,7 +147,8 @@ async def start_call_procs(n: int | None = None, configs: Iterable[ModelConfig] 
     global _pool
     await stop_call_procs()
     n = auto_procs() if n is None else n
-    if configs is not None and not any(uses_call_procs(c.model, c.api_base, c.transport) for c in configs):
+    if configs is not None and not any(uses_call_procs(c.model, c.api_base, c.transport) and not c.tito
+                                          for c in configs):
         n = 0
     if n > 0:
         _pool = ShardPool()

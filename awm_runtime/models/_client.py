@@ -127,7 +127,8 @@ class ModelClient:
     @property
     def transport(self) -> Transport:
         if self._transport is None:
-            self._transport = transport_for(self.config.model, self.config.api_base, self.config.transport)
+            self._transport = transport_for(self.config.model, self.config.api_base, self.config.transport,
+                                            tito=self.config.tito)
         return self._transport
 
 

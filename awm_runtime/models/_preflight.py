@@ -128,7 +128,7 @@ async def _probe_completion(use: _Use, timeout_s: float) -> str | None:
     timeout = min(cfg.timeout_s, timeout_s)
     try:
         async with asyncio.timeout(timeout + 5):
-            transport = transport_for(cfg.model, cfg.api_base, cfg.transport)
+            transport = transport_for(cfg.model, cfg.api_base, cfg.transport, tito=cfg.tito)
             await transport.attempt(route, [{"role": "user", "content": "Reply with OK."}], params, timeout)
     except TimeoutError:
         return None  # slow, not broken
@@ -147,6 +147,20 @@ async def _probe_completion(use: _Use, timeout_s: float) -> str | None:
         return (f"{use.label}: a one-line test completion was refused ({exc.kind}): {exc.detail}; check model and "
                 f"params under [models.{cfg.alias}] (or run with --preflight quick)")
     return None
+
+
+async def _tito_problem(use: _Use, timeout_s: float) -> str | None:
+    """A `tito = true` alias needs an engine that takes token-id prompts; nothing falls back to chat."""
+    cfg = use.config
+    if not cfg.tito:
+        return None
+    from awm_runtime.models._tito import engine_kind
+
+    key = os.environ.get(cfg.api_key_env or "", "") or None
+    if cfg.api_base and await engine_kind(cfg.api_base, cfg.model, key, timeout_s):
+        return None
+    return (f"{use.label}: tito = true needs a llama.cpp llama-server or vLLM endpoint that takes token-id prompts, "
+            f"and {cfg.api_base or cfg.model} is neither (a hosted API cannot); drop tito from [models.{cfg.alias}]")
 
 
 async def preflight(roles: Iterable[tuple[str, ModelConfig]], *, mode: PreflightMode = "full",
@@ -176,6 +190,8 @@ async def preflight(roles: Iterable[tuple[str, ModelConfig]], *, mode: Preflight
             endpoints.setdefault((url, use.config.api_key_env or ""), []).append(use)
     checks = await asyncio.gather(*(_probe_endpoint(users, url, timeout_s) for (url, _), users in endpoints.items()))
     problems.extend(line for lines in checks for line in lines)
+    if not problems:
+        problems.extend(p for p in await asyncio.gather(*(_tito_problem(u, timeout_s) for u in ready)) if p)
     if mode == "full" and not problems:
         problems.extend(p for p in await asyncio.gather(*(_probe_completion(u, timeout_s * 3) for u in ready)) if p)
     if problems:

@@ -66,6 +66,9 @@ class ModelConfig(BaseModel):
     context_window: int | None = Field(default=None, ge=1)
     # A model served on this machine: awm-run starts llama-server for the run, unless api_base is given.
     local_server: LocalServerConfig | None = None
+    # Token in, token out (models/_tito.py): the policy's calls send the episode's exact token sequence to a
+    # llama.cpp or vLLM server and keep the ids it samples; tool calls are parsed from the decoded text.
+    tito: bool = False
 
     @model_validator(mode="before")
     @classmethod
@@ -93,6 +96,13 @@ class ModelConfig(BaseModel):
     def _http_needs_a_base(self) -> ModelConfig:
         if self.transport == "http" and not self.api_base:
             raise ValueError("transport = 'http' needs api_base (the server's OpenAI-compatible /v1 URL)")
+        return self
+
+    @model_validator(mode="after")
+    def _tito_parses_text(self) -> ModelConfig:
+        if self.tito and self.protocol == "native":
+            raise ValueError("tito = true needs protocol \"hermes\" or \"awm\": with token ids in and out, tool "
+                             "calls are parsed from the generated text")
         return self
 
     @field_validator("model")

@@ -101,8 +101,19 @@ async def read_facts(config: ModelConfig, client: httpx.AsyncClient) -> ServerFa
 
 async def count_prompt(config: ModelConfig, facts: ServerFacts, messages: list[dict[str, Any]],
                        tools: list[dict[str, Any]] | None, client: httpx.AsyncClient) -> Count:
-    """The prompt's tokens as the server's chat template renders it, or an estimate."""
+    """The prompt's tokens as the server's chat template renders it, or an estimate. With `tito`, the very
+    prompt the token-in, token-out transport will send (models/_tito.py)."""
     headers = _headers(config)
+    if config.tito and config.api_base:
+        from awm_runtime.models._exceptions import AttemptError
+        from awm_runtime.models._route import Route
+        from awm_runtime.models._tito import TITO
+
+        route = Route("policy", config.alias, config.model, config.api_base, config.api_key_env)
+        try:
+            return Count(len(await TITO.prompt_ids(route, messages, config.params, 30.0)), True)
+        except AttemptError:
+            pass  # the preflight says why the engine cannot; the estimate stands in here
     try:
         if facts.kind == "llama.cpp" and config.api_base:
             root = _root(config.api_base)

@@ -59,7 +59,11 @@ def uses_call_procs(model: str, api_base: str | None, transport: str = "auto") -
     return not model.startswith("sim/") and not direct_http(model, api_base, transport)
 
 
-def transport_for(model: str, api_base: str | None, transport: str = "auto") -> Transport:
+def transport_for(model: str, api_base: str | None, transport: str = "auto", *, tito: bool = False) -> Transport:
+    if tito and not model.startswith("sim/"):
+        from awm_runtime.models._tito import TITO
+
+        return TITO
     if model.startswith("sim/"):  # simulations answer from this process's memory of the tasks
         if transport == "litellm":
             return IN_PROCESS  # through litellm's custom provider, as before issue 32 (for comparison)

@@ -5,10 +5,11 @@ from awm_runtime.testing._gemini import FakeGemini
 from awm_runtime.testing._hub import FakeHub
 from awm_runtime.testing._ray_cluster import LoopbackRayCluster
 from awm_runtime.testing._server import FakeOpenAI, Reply, Responder, sim_responder, storm, teach_builtin
-from awm_runtime.testing._tokens import ChatML, with_token_ids
+from awm_runtime.testing._tokens import ChatML, ChatMLEngine, with_token_ids
 
 __all__ = [
     "ChatML",
+    "ChatMLEngine",
     "FakeAnthropic",
     "FakeGemini",
     "FakeHub",

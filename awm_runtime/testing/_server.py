@@ -8,17 +8,38 @@ The server records every request, checks the bearer key, and stops by itself aft
 
 from __future__ import annotations
 
+import asyncio
 import json
 import random
 import time
 import uuid
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 
 from awm_runtime.testing._loopback import LoopbackServer, Reply, Responder
+
+
+class TokenEngine(Protocol):
+    """A toy serving engine's tokenizer and template, for vLLM's token-in, token-out endpoints
+    (`testing._tokens.ChatMLEngine`)."""
+
+    def tokenize(self, body: dict[str, Any], max_model_len: int) -> dict[str, Any]:
+        """vLLM's POST /tokenize answer (chat messages or a prompt string)."""
+        ...
+
+    def detokenize(self, ids: list[int]) -> str:
+        ...
+
+    def read_prompt(self, ids: list[int]) -> list[dict[str, Any]]:
+        """A token prompt read back as the chat it renders (what a responder is shown)."""
+        ...
+
+    def completion(self, body: dict[str, Any], reply: Reply, prompt: list[int]) -> dict[str, Any]:
+        """vLLM's /v1/completions answer to a token-id prompt."""
+        ...
 
 
 def prompt_tokens(request: dict[str, Any]) -> int:
@@ -75,7 +96,8 @@ class FakeOpenAI(LoopbackServer):
     def __init__(self, *, key: str | None = None, models: tuple[str, ...] = ("fake-model",),
                  script: list[Reply] | None = None, responder: Responder | None = None,
                  default: Reply | None = None, max_lifetime_s: float = 300.0, port: int = 0,
-                 leak_key: bool = False, max_model_len: int | None = None) -> None:
+                 leak_key: bool = False, max_model_len: int | None = None,
+                 token_engine: TokenEngine | None = None) -> None:
         super().__init__(key=key, models=models, script=script, responder=responder, default=default,
                          max_lifetime_s=max_lifetime_s, port=port)
         self.leak_key = leak_key  # answer a wrong key with the key itself, as careless providers do
@@ -83,6 +105,12 @@ class FakeOpenAI(LoopbackServer):
         self.in_flight = 0  # chat completions being answered right now
         self.max_in_flight = 0  # the most ever answered at once (concurrency limits are checked against it)
         self.tokenized: list[dict[str, Any]] = []  # bodies POSTed to /tokenize
+        # Token in, token out like vLLM (e.g. testing/_tokens.py's ChatMLEngine): /tokenize answers with real
+        # ids, /detokenize with text, /v1/completions takes token-id prompts and returns `token_ids`.
+        self.token_engine = token_engine
+        if token_engine is not None and not max_model_len:
+            self.max_model_len = 32768
+        self.completions: list[dict[str, Any]] = []  # bodies POSTed to /v1/completions, as received
 
     @property
     def url(self) -> str:
@@ -112,9 +140,41 @@ class FakeOpenAI(LoopbackServer):
                 return JSONResponse({"detail": "Not Found"}, status_code=404)
             body = await _json_body(request)
             self.tokenized.append(body)
+            if self.token_engine is not None:
+                return unauthorized(request) or JSONResponse(self.token_engine.tokenize(body, self.max_model_len or 0))
             count = prompt_tokens(body) if "messages" in body else len(str(body.get("prompt", ""))) // 4
             return unauthorized(request) or JSONResponse(
                 {"count": count, "max_model_len": self.max_model_len, "tokens": list(range(count))})
+
+        @app.post("/v1/completions")
+        async def completions(request: Request) -> Response:
+            denied = unauthorized(request)
+            body = await _json_body(request)
+            engine = self.token_engine
+            if denied or engine is None:
+                return denied or JSONResponse({"detail": "Not Found"}, status_code=404)
+            self.completions.append(body)
+            prompt = body.get("prompt")
+            if not isinstance(prompt, list) or not all(isinstance(t, int) for t in prompt):
+                return JSONResponse({"error": {"message": "prompt: expected token ids", "code": 400}}, status_code=400)
+            if self.max_model_len and len(prompt) + int(body.get("max_tokens") or 0) > self.max_model_len:
+                return JSONResponse({"error": {"message": f"This model's maximum context length is "
+                                               f"{self.max_model_len} tokens.", "code": 400}}, status_code=400)
+            # the responder sees the prompt as the chat it renders, like any chat request
+            chat = {**body, "messages": engine.read_prompt(prompt)}
+            reply = await asyncio.to_thread(self.next_reply, chat) if self.responder else self.next_reply(chat)
+            if reply.status != 200 or reply.body is not None:
+                return Response(reply.body or "", status_code=reply.status, headers=reply.headers,
+                                media_type="application/json")
+            return JSONResponse(engine.completion(body, reply, prompt))
+
+        @app.post("/detokenize")
+        async def detokenize(request: Request) -> Response:
+            body = await _json_body(request)
+            if self.token_engine is None:
+                return JSONResponse({"detail": "Not Found"}, status_code=404)
+            text = self.token_engine.detokenize(body.get("tokens") or [])
+            return unauthorized(request) or JSONResponse({"prompt": text})
 
         @app.post("/v1/chat/completions")
         async def chat(request: Request) -> Response:
