@@ -58,10 +58,25 @@ if _typing.TYPE_CHECKING:
         Verdict,
     )
     from awm_runtime.episode import EpisodeLimits, ExpertBudget, Harness, run_episode
+    from awm_runtime.models import load_registry, shutdown
     from awm_runtime.scheduler import RunResult, prepare, run
     from awm_runtime.worlds import load_worlds
 
 __version__ = "0.1.0"
+
+
+def _log_to_stderr() -> None:
+    """structlog's default prints to stdout, which belongs to the embedding program (and may carry JSON):
+    unless the program configured structlog itself, our log lines go to stderr."""
+    import sys
+
+    import structlog
+
+    if not structlog.is_configured():
+        structlog.configure(logger_factory=lambda *args: structlog.PrintLogger(sys.stderr))
+
+
+_log_to_stderr()
 
 _HOME = {
     "Action": "awm_runtime._interfaces",
@@ -114,10 +129,12 @@ _HOME = {
     "WorldSession": "awm_runtime._interfaces",
     "build_harness": "awm_runtime._build",
     "build_run_config": "awm_runtime._config",
+    "load_registry": "awm_runtime.models",
     "load_worlds": "awm_runtime.worlds",
     "prepare": "awm_runtime.scheduler",
     "run": "awm_runtime.scheduler",
     "run_episode": "awm_runtime.episode",
+    "shutdown": "awm_runtime.models",
 }
 
 __all__ = [
@@ -171,10 +188,12 @@ __all__ = [
     "WorldSession",
     "build_harness",
     "build_run_config",
+    "load_registry",
     "load_worlds",
     "prepare",
     "run",
     "run_episode",
+    "shutdown",
 ]
 
 

@@ -73,6 +73,8 @@ async def run(config: RunConfig, *, sinks: Sequence[Sink] = (), prepared: Prepar
     prep = prepared or await prepare(config)
     if prep.config.models != config.models:  # a resume: the model definitions its manifest stored
         config = config.model_copy(update={"models": prep.config.models})
+    if config.out is None and prep.config.out is not None:  # chosen by prepare (MCP servers log there)
+        config = config.model_copy(update={"out": prep.config.out})
     out, previous = out_dir(config)
     run_id = str(previous["run_id"]) if previous and previous.get("run_id") else uuid.uuid4().hex
     if prep.planner is not None and config.ray is None and config.shards not in ("auto", 1):

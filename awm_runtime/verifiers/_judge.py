@@ -231,3 +231,48 @@ class Judge:
         if said != label:
             detail["judge_said"] = said  # not a label: only complete | incomplete are
         return Verdict(result=label, mode="sql", detail=detail, elapsed_ms=elapsed)  # type: ignore[arg-type]
+
+
+def _task_criteria(criteria: Criteria) -> str:
+    """The criteria a tasks file gave (no verifier reasoning), or a plain note that there are none."""
+    if not criteria.success and not criteria.failure:
+        return "(none given: judge from the task's own words)"
+    parts = [f"{title}:\n" + "\n".join(f"- {i}" for i in items)
+             for title, items in (("Success criteria", criteria.success), ("Failure criteria", criteria.failure))
+             if items]
+    return "\n\n".join(parts)
+
+
+async def classify_trajectory(judge: Judge, *, task: str, messages: Sequence[Message], criteria: Criteria,
+                              final_answer: str) -> Verdict:
+    """Classify an episode of a world without a database (an MCP server): from its trajectory, its final
+    answer and the task's own criteria, with the judge_mcp prompts. Labels and reply rules are the SQL-mode
+    judge's; the verdict's mode is `sql` (an LLM decided) and its detail says `judged_from: trajectory`."""
+    started = time.perf_counter()
+    boundary, document = fenced_data({"trajectory": trajectory_entries(messages) or "(the agent took no actions)",
+                                      "final_answer": final_answer or "(none)"})
+    prompt = [
+        {"role": "system", "content": render("judge_mcp_system.md")},
+        {"role": "user", "content": render("judge_mcp_request.md", task=task, criteria=_task_criteria(criteria),
+                                           boundary=boundary, data=document)},
+    ]
+    detail: dict[str, Any] = {"judge": judge.name, "judged_from": "trajectory"}
+    try:
+        reply = await judge.client.complete(prompt)
+    except AwmError as exc:
+        return Verdict(result="judge_error", mode="sql", detail=detail, error=f"judge call failed: {exc}",
+                       elapsed_ms=(time.perf_counter() - started) * 1000)
+    usage = getattr(reply, "usage", None)
+    if isinstance(usage, Usage):
+        detail["judge_usage"] = usage.model_dump()
+    elapsed = (time.perf_counter() - started) * 1000
+    parsed = parse_judgement(getattr(reply, "content", None))
+    if parsed is None:
+        raw = (getattr(reply, "content", None) or "")[:300]
+        return Verdict(result="judge_error", mode="sql", detail=detail, elapsed_ms=elapsed,
+                       error=f"judge reply has no usable classification: {raw!r}")
+    label, reason, said = parsed
+    detail.update(classification=label, reason=reason)
+    if said != label:
+        detail["judge_said"] = said
+    return Verdict(result=label, mode="sql", detail=detail, elapsed_ms=elapsed)  # type: ignore[arg-type]
