@@ -143,18 +143,21 @@ async def tools_problem(config: ModelConfig, facts: ServerFacts, client: httpx.A
     plain, tooled = await asyncio.gather(definite_answer(config, client, url, body),
                                          definite_answer(config, client, url, {**body, "tools": [PROBE_TOOL]}))
     if plain is None or tooled is None or plain.status_code >= 400:
-        return _could_not_tell(config, "no definite answer to a one-token completion")
+        _could_not_tell(config, "no definite answer to a one-token completion")
+        return None
     if tooled.status_code >= 400:
         return f"it refuses requests with tools (HTTP {tooled.status_code}: {_message(tooled.text)})"
     before, after = _prompt_tokens(plain), _prompt_tokens(tooled)
     if before is None or after is None or before <= 0:
-        return _could_not_tell(config, "it reports no prompt-token counts")
+        _could_not_tell(config, "it reports no prompt-token counts")
+        return None
     if after > before:
         return None
     longer = {**body, "messages": [{"role": "user", "content": "Look up order 7. " + "Then say which order. " * 12}]}
     control = await definite_answer(config, client, url, longer)
     if control is None or control.status_code >= 400 or (_prompt_tokens(control) or 0) <= before:
-        return _could_not_tell(config, f"it reports {before} prompt tokens whatever the prompt")
+        _could_not_tell(config, f"it reports {before} prompt tokens whatever the prompt")
+        return None
     return f"a tool added no prompt tokens ({before} with and without it), so the chat template drops tools"
 
 
@@ -171,14 +174,14 @@ def _could_not_tell(config: ModelConfig, why: str) -> None:
     structlog.get_logger("awm_runtime.models").warning(
         "preflight_native_tools_unknown", alias=config.alias, endpoint=config.endpoint,
         note=f"could not tell whether tools reach the model ({why}); the run goes on with protocol native")
-    return None
 
 
 async def definite_answer(config: ModelConfig, client: httpx.AsyncClient, url: str,
                           body: dict[str, Any]) -> httpx.Response | None:
-    """The endpoint's definite answer to one POST: a 2xx, or a 4xx other than 429. 429, 5xx, timeouts and
-    refused connections are retried under the alias's retry policy (Retry-After honoured); None if every
-    attempt was one of those."""
+    """The endpoint's definite answer to one POST: a 2xx, a 4xx other than 429, or a 5xx that persisted
+    through every retry (llama-server without --jinja answers tools with a 500, every time). 429, 5xx,
+    timeouts and refused connections are retried under the alias's retry policy (Retry-After honoured);
+    None when the retries ran out on a rate limit, a timeout or a refused connection."""
     from tenacity import AsyncRetrying, RetryError
 
     from awm_runtime.models._exceptions import AttemptError, parse_retry_after
@@ -198,15 +201,23 @@ async def definite_answer(config: ModelConfig, client: httpx.AsyncClient, url: s
         if resp.status_code == 429:
             raise failed("rate_limit", "HTTP 429", parse_retry_after(resp.headers.get("retry-after")))
         if resp.status_code >= 500:
+            persisted.append(resp)
             raise failed("server", f"HTTP {resp.status_code}")
+        persisted.clear()
         return resp
 
+    persisted: list[httpx.Response] = []
     retries = CallRetries(RetryPolicy.of(config), config.endpoint)
     try:
         async for attempt in AsyncRetrying(**tenacity_kwargs(retries, asyncio.sleep)):
             with attempt:
                 return await once()
-    except (RetryError, AttemptError):
+    except RetryError as exc:
+        error = exc.last_attempt.exception()
+        if isinstance(error, AttemptError) and error.kind == "server" and persisted:
+            return persisted[-1]
+        return None
+    except AttemptError:
         return None
     return None  # pragma: no cover - tenacity either returns or raises
 

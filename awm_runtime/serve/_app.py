@@ -1,4 +1,4 @@
-"""The awm-serve ASGI app and its server: OpenEnv's routes, optionally MCP at `/mcp/<scenario>` and `/<scenario>/mcp`."""
+"""The awm-serve ASGI app and its server: OpenEnv's routes, optionally MCP (`/mcp/<scenario>`, `/<scenario>/mcp`)."""
 
 from __future__ import annotations
 
