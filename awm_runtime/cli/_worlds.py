@@ -69,7 +69,7 @@ def _list(args: argparse.Namespace) -> int:
                       str(r["verifiers"]), str(r["solutions"]))
     console = Console()
     if not console.is_terminal:  # piped or captured: as wide as the table, not rich's default of 80 columns
-        console = Console(width=max(console.width, console.measure(table).maximum))
+        console = Console(width=max(console.width, Console(width=100_000).measure(table).maximum))
     console.print(table)
     for problem in ds.problems:
         console.print(f"[yellow]problem:[/] {problem}")

@@ -97,10 +97,12 @@ async def prepare(config: RunConfig, *, check: bool = True, shard: tuple[int, in
     containment = require(config.unsafe_no_sandbox)  # before any dataset code can run
     if config.prompts is not None:
         use_prompts(config.prompts)
-    if check and config.out is None and is_remote(config.worlds):  # MCP servers log into the run directory
+    if check:  # a bad --out is one line now, not after the preflight
         from awm_runtime.scheduler._manifest import out_dir
 
-        config = config.model_copy(update={"out": out_dir(config)[0]})
+        out = out_dir(config)[0]
+        if config.out is None and is_remote(config.worlds):  # MCP servers log into the run directory
+            config = config.model_copy(update={"out": out})
     world = load_worlds(config.worlds, solutions=config.solutions, options=world_options(config),
                         tasks_file=config.tasks_file, remote=remote_options(config))
     try:

@@ -67,6 +67,8 @@ def test_worlds_list_never_cuts_a_scenario_name(tmp_path: Path) -> None:
     rows = [json.loads(line) for line in (BUILTIN_DATA / "gen_scenario.jsonl").read_text().splitlines()]
     (tmp_path / "gen_scenario.jsonl").write_text(json.dumps({**rows[0], "name": long}) + "\n")
     (tmp_path / "gen_tasks.jsonl").write_text(json.dumps({"scenario": long, "tasks": ["a task"]}) + "\n")
+    for name in ("gen_envs", "gen_db", "gen_sample"):  # present and empty: the scenario is listed as not runnable
+        (tmp_path / f"{name}.jsonl").write_text("")
     proc = command("worlds", "list", "--worlds", str(tmp_path))
     assert proc.returncode == 0, proc.stderr
     assert long in proc.stdout
