@@ -298,3 +298,64 @@ async def test_world_env_is_checked_and_load_worlds_keeps_the_judge(tmp_path: Pa
     judge = Judge(_judge_client("http://127.0.0.1:9/v1"), name="j")
     world = load_worlds("mcp+stdio:server", tasks_file=path, judge=judge, remote={"scenario_name": "s"})
     assert world.judge is judge and isinstance(world, McpWorld) and world.scenario == "s"
+
+
+RESETTABLE = """
+from mcp.server.fastmcp import FastMCP
+
+mcp = FastMCP("Counter")
+state = {"n": 0, "resets": 0}
+
+@mcp.tool()
+def reset() -> str:
+    state["n"] = 0
+    state["resets"] += 1
+    return "reset"
+
+@mcp.tool()
+def bump() -> str:
+    state["n"] += 1
+    return f"n={state['n']} resets={state['resets']}"
+
+mcp.run()
+"""
+
+
+async def test_a_reset_tool_runs_before_each_episode_and_is_hidden(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    path.write_text('{"task": "Bump it."}\n')
+    script = tmp_path / "counter.py"
+    script.write_text(RESETTABLE)
+    world = McpWorld(f"mcp+stdio:{sys.executable} {script}", path, RemoteOptions(attempts=1, reset_tool="reset"))
+    await world.connect()
+    session = await world.open(world.tasks()[0], episode_id="e")
+    try:
+        assert [t.name for t in session.tools] == ["bump"]
+        assert (await session.call_tool(ToolCall(id="1", name="bump", arguments={}))).text == "n=1 resets=1"
+    finally:
+        await session.close()
+    await world.aclose()
+    missing = McpWorld(f"mcp+stdio:{sys.executable} {script}", path,
+                       RemoteOptions(attempts=1, backoff_s=0.01, reset_tool="wipe"))
+    await missing.connect()  # the probe does not reset; the first episode says what is wrong
+    with pytest.raises(WorldError, match="the server has no tool 'wipe' \\(--world-reset-tool\\)"):
+        await missing.open(missing.tasks()[0], episode_id="e")
+    await missing.aclose()
+
+
+def test_repeats_on_one_http_server_are_warned_about_once(tmp_path: Path) -> None:
+    from structlog.testing import capture_logs
+
+    from awm_runtime._config import RunConfig
+    from awm_runtime.scheduler._prepare import _warn_shared_server
+
+    path = tmp_path / "t.jsonl"
+    path.write_text('{"task": "anything"}\n')
+    http = McpWorld("mcp+http://127.0.0.1:9/notes/mcp", path)
+    stdio = McpWorld("mcp+stdio:server", path)
+    with capture_logs() as logs:
+        _warn_shared_server(RunConfig(worlds=http.name, repeats=3), http)
+        _warn_shared_server(RunConfig(worlds=http.name), http)  # one episode per task: nothing shared
+        _warn_shared_server(RunConfig(worlds=http.name, repeats=3, world_reset_tool="reset"), http)
+        _warn_shared_server(RunConfig(worlds=stdio.name, repeats=3), stdio)  # a server per episode
+    assert [e["event"] for e in logs] == ["mcp_shared_server"] and "--world-reset-tool" in logs[0]["note"]
