@@ -50,6 +50,7 @@ class RunConfig(BaseModel):
     world_env: tuple[str, ...] = ()
     scenario_name: str | None = None
     world_reset_tool: str | None = None
+    world_spares: int = Field(default=2, ge=0)  # stdio MCP servers started ahead of their episodes
     # Prompt templates that replace the packaged ones (same file names, same variables).
     prompts: Path | None = None
     scenarios: str = "*"

@@ -51,6 +51,8 @@ def parser() -> argparse.ArgumentParser:
     a("--world-reset-tool", metavar="TOOL",
       help="MCP HTTP worlds: a tool of the server that resets its state, called before each episode and hidden "
            "from the agent")
+    a("--world-spares", type=int, metavar="N",
+      help="MCP stdio worlds: servers started ahead of the episodes that will use them (default 2; 0 = none)")
     a("--prompts", type=Path, metavar="DIR",
       help="a folder of prompt templates replacing the packaged ones (same file names and variables)")
     a("--solutions", metavar="FILE", type=Path, help="reference solutions (JSON) for oracle experts and sims")

@@ -75,7 +75,7 @@ def load_local_worlds(spec: str | Path = "builtin", *, solutions: Path | None = 
 def remote_options(config: RunConfig) -> dict[str, Any]:
     """The MCP-world settings of a run (RemoteOptions fields); stdio servers log into the run directory."""
     return {"world_env": config.world_env, "scenario_name": config.scenario_name, "log_dir": config.out,
-            "reset_tool": config.world_reset_tool}
+            "reset_tool": config.world_reset_tool, "spares": config.world_spares}
 
 
 def world_options(config: RunConfig) -> WorldOptions:

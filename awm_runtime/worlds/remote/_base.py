@@ -44,6 +44,7 @@ class RemoteOptions:
     scenario_name: str | None = None
     log_dir: Path | None = None
     reset_tool: str | None = None
+    spares: int = 2  # stdio servers started ahead of the episodes that will use them (0: start on demand)
 
     @property
     def message_timeout_s(self) -> float:

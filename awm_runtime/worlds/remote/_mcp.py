@@ -29,6 +29,7 @@ from awm_runtime._types import Message, Task, ToolCall, ToolResult, ToolSpec, Ve
 from awm_runtime.verifiers import Criteria, Judge
 from awm_runtime.worlds._names import normalize_scenario
 from awm_runtime.worlds.remote._base import RemoteOptions, RemoteWorld, TransientWorldError, bounded, retried
+from awm_runtime.worlds.remote._spares import Spares
 from awm_runtime.worlds.remote._stdio import StdioLaunch, parse_world_env
 from awm_runtime.worlds.remote._tasks import read_tasks_file
 
@@ -85,6 +86,9 @@ class McpWorld(RemoteWorld):
         self.title = self.options.scenario_name or ""
         self.server_name = ""
         self.log_name = self.scenario  # the stderr log its servers write: worlds/<log_name>.log
+        # stdio servers take seconds to start: a few wait ready for the next episodes (_spares.py)
+        self._spares: Spares[McpSession] = Spares(self.options.spares if self.launch is not None else 0,
+                                                  lambda name: McpSession.start(self, name))
 
     @property
     def argv(self) -> list[str]:
@@ -124,7 +128,11 @@ class McpWorld(RemoteWorld):
         return f"{line}\n{said}"
 
     async def open(self, task: Task, *, episode_id: str) -> McpSession:
-        session = await retried("open", self.options.attempts, self.options, lambda: McpSession.start(self, episode_id))
+        session = await self._spares.take()
+        if session is None:
+            session = await retried("open", self.options.attempts, self.options,
+                                    lambda: McpSession.start(self, episode_id))
+        session.episode_id = episode_id
         session.task = task
         return session
 
@@ -157,6 +165,7 @@ class McpWorld(RemoteWorld):
             self.server_name = str(getattr(info, "name", "") or "")
 
     async def aclose(self) -> None:
+        await self._spares.aclose()
         if self.launch is not None:
             self.launch.close()
 
@@ -178,6 +187,11 @@ class McpSession:
     @property
     def tools(self) -> Sequence[ToolSpec]:
         return self._tools
+
+    @property
+    def alive(self) -> bool:
+        """Whether the session still holds a working connection to its server."""
+        return self._failed is None and self._runner is not None and not self._runner.done()
 
     @classmethod
     async def start(cls, world: McpWorld, episode_id: str) -> McpSession:

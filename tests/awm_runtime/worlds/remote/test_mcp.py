@@ -255,7 +255,7 @@ async def test_stdio_episodes_get_a_fresh_episode_dir_and_the_world_env(tmp_path
     assert [t.rsplit(" held ", 1)[1] for t in texts] == ["0 notes", "1 notes"] * 2  # each episode from nothing
     assert dirs[0] != dirs[1] and not any(d.exists() for d in dirs)  # removed with their episode
     log = tmp_path / "run" / "worlds" / "notes_keeper.log"
-    assert log.read_text().count("notes server starting") == 3  # the probe and two episodes, in one place
+    assert log.read_text().count("notes server starting") >= 3  # the probe, episodes and spares, in one place
     assert [p.name for p in log.parent.iterdir()] == ["notes_keeper.log"]
     await world.aclose()
     renamed = McpWorld(f"mcp+stdio:{sys.executable} {script}", path,
@@ -359,3 +359,30 @@ def test_repeats_on_one_http_server_are_warned_about_once(tmp_path: Path) -> Non
         _warn_shared_server(RunConfig(worlds=http.name, repeats=3, world_reset_tool="reset"), http)
         _warn_shared_server(RunConfig(worlds=stdio.name, repeats=3), stdio)  # a server per episode
     assert [e["event"] for e in logs] == ["mcp_shared_server"] and "--world-reset-tool" in logs[0]["note"]
+
+
+async def test_spare_servers_wait_started_and_fresh_for_the_next_episodes(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    path.write_text('{"task": "Remember milk."}\n')
+    script = tmp_path / "notes.py"
+    script.write_text(STATEFUL)
+    options = RemoteOptions(attempts=1, spares=2, world_env=("NOTES_FILE={episode_dir}/notes.txt",))
+    world = McpWorld(f"mcp+stdio:{sys.executable} {script}", path, options)
+    await world.connect()
+    task = world.tasks()[0]
+    first = await world.open(task, episode_id="first")  # none ready yet: it starts its own, two start behind it
+    await first.close()
+    assert await _until(lambda: len(world._spares._ready) == 2, within_s=60)
+    spare_dirs = [s.episode_dir for s in world._spares._ready]
+    started = asyncio.get_running_loop().time()
+    second = await world.open(task, episode_id="second")
+    took = asyncio.get_running_loop().time() - started
+    try:
+        assert second.episode_id == "second" and second.task == task and second.episode_dir in spare_dirs
+        text = (await second.call_tool(ToolCall(id="1", name="remember", arguments={"note": "milk"}))).text
+        assert text.endswith("held 0 notes")  # as fresh as a new server
+    finally:
+        await second.close()
+    assert took < 0.5  # no process start on the episode's path
+    await world.aclose()
+    assert not any(d.exists() for d in spare_dirs) and world._spares._ready == []
