@@ -23,6 +23,7 @@ from awm_runtime.models import ModelRegistry, apply_routes, load_registry, prefl
 from awm_runtime.models._local import start_local_servers
 from awm_runtime.models._transport import IN_PROCESS
 from awm_runtime.scheduler._fit import check_fit
+from awm_runtime.scheduler._outdir import out_dir
 from awm_runtime.scheduler._plan import order_tasks, plan_episodes, select_tasks, split
 from awm_runtime.scheduler._resume import with_stored_models
 from awm_runtime.verifiers import Judge
@@ -98,8 +99,6 @@ async def prepare(config: RunConfig, *, check: bool = True, shard: tuple[int, in
     if config.prompts is not None:
         use_prompts(config.prompts)
     if check:  # a bad --out is one line now, not after the preflight
-        from awm_runtime.scheduler._manifest import out_dir
-
         out = out_dir(config)[0]
         if config.out is None and is_remote(config.worlds):  # MCP servers log into the run directory
             config = config.model_copy(update={"out": out})

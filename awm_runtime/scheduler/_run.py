@@ -39,7 +39,8 @@ from awm_runtime.logs import (
 from awm_runtime.models import shutdown
 from awm_runtime.scheduler._control import LoopLag, RunControl, must_finish, peak_rss_mib, rss_mib
 from awm_runtime.scheduler._episode_pool import EpisodePool
-from awm_runtime.scheduler._manifest import manifest, out_dir
+from awm_runtime.scheduler._manifest import manifest
+from awm_runtime.scheduler._outdir import out_dir
 from awm_runtime.scheduler._prepare import PreparedRun, prepare
 from awm_runtime.scheduler._processes import resolve_shards, run_sharded
 from awm_runtime.scheduler._progress import RunProgress, endpoint_dicts
