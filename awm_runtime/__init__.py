@@ -66,10 +66,25 @@ if _typing.TYPE_CHECKING:
         load_checkpoint,
         run_episode,
     )
+    from awm_runtime.models import load_registry, shutdown
     from awm_runtime.scheduler import RunResult, prepare, run
     from awm_runtime.worlds import load_worlds
 
 __version__ = "0.1.0"
+
+
+def _log_to_stderr() -> None:
+    """structlog's default prints to stdout, which belongs to the embedding program (and may carry JSON):
+    unless the program configured structlog itself, our log lines go to stderr."""
+    import sys
+
+    import structlog
+
+    if not structlog.is_configured():
+        structlog.configure(logger_factory=lambda *args: structlog.PrintLogger(sys.stderr))
+
+
+_log_to_stderr()
 
 _HOME = {
     "Action": "awm_runtime._interfaces",
@@ -125,10 +140,12 @@ _HOME = {
     "build_run_config": "awm_runtime._config",
     "fork_episode": "awm_runtime.episode",
     "load_checkpoint": "awm_runtime.episode",
+    "load_registry": "awm_runtime.models",
     "load_worlds": "awm_runtime.worlds",
     "prepare": "awm_runtime.scheduler",
     "run": "awm_runtime.scheduler",
     "run_episode": "awm_runtime.episode",
+    "shutdown": "awm_runtime.models",
 }
 
 __all__ = [
@@ -185,10 +202,12 @@ __all__ = [
     "build_run_config",
     "fork_episode",
     "load_checkpoint",
+    "load_registry",
     "load_worlds",
     "prepare",
     "run",
     "run_episode",
+    "shutdown",
 ]
 
 

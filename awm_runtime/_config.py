@@ -45,6 +45,14 @@ class RunConfig(BaseModel):
     worlds: str = "builtin"
     solutions: Path | None = None
     tasks_file: Path | None = None  # MCP worlds (issue 14): JSONL {"task": ..., "id": ...}
+    # MCP worlds (issue 29): server environment (KEY=VAL, or KEY to pass ours), the scenario's name instead of
+    # the server's, and a tool of an HTTP server that resets its state before each episode.
+    world_env: tuple[str, ...] = ()
+    scenario_name: str | None = None
+    world_reset_tool: str | None = None
+    world_spares: int = Field(default=2, ge=0)  # stdio MCP servers started ahead of their episodes
+    # Prompt templates that replace the packaged ones (same file names, same variables).
+    prompts: Path | None = None
     scenarios: str = "*"
     tasks: str = "all"
     split: Literal["train", "test", "all"] = "all"
@@ -137,6 +145,11 @@ class RunConfig(BaseModel):
         if isinstance(v, int) and v < 1:
             raise ValueError("must be at least 1, or 'auto'")
         return v
+
+    @field_validator("world_env", mode="before")
+    @classmethod
+    def _one_env(cls, v: Any) -> Any:
+        return (v,) if isinstance(v, str) else v
 
     @field_validator("nudges", mode="before")
     @classmethod

@@ -163,6 +163,8 @@ class Task(_Model):
     text: str
     scenario_title: str = ""
     has_verifier: bool = True
+    # app: an AWM scenario's API, used for its current user; mcp: the tools of an MCP server (no app, no user).
+    kind: Literal["app", "mcp"] = "app"
 
     @property
     def key(self) -> tuple[str, int]:

@@ -1,4 +1,6 @@
-"""Embed the episode loop in your own asyncio app: one episode, your loop, your sinks.
+"""Embed the episode loop in your own asyncio app: one episode, your loop, your sinks, a clean shutdown.
+
+awm_runtime's log lines go to stderr (unless your program configures structlog); stdout stays yours.
 
     python examples/embed_episode.py
 """
@@ -30,6 +32,9 @@ async def main() -> None:
     finally:
         await session.close()
         world.close()
+        # Close what the model layer holds open in this loop (HTTP sessions, model-call processes, local
+        # model servers); without it, asyncio warns about unclosed client sessions at exit.
+        await awm_runtime.shutdown()
     print(f"task: {task.text}")
     print(f"outcome={record.outcome} verdict={record.verdict} reward={record.reward} "
           f"turns={record.turns} expert_calls={record.expert_calls} format_errors={record.format_errors}")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import importlib
 import json
@@ -10,7 +9,7 @@ import sys
 from typing import Any
 
 from awm_runtime.bench import SUITES
-from awm_runtime.cli._common import fail, guarded
+from awm_runtime.cli._common import Parser, fail, guarded
 
 
 def _available() -> dict[str, Any]:
@@ -26,7 +25,7 @@ def _available() -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     suites = _available()
-    p = argparse.ArgumentParser(prog="awm-bench", description="Measure awm-runtime. Prints JSON and a table.")
+    p = Parser(prog="awm-bench", description="Measure awm-runtime. Prints JSON and a table.")
     sub = p.add_subparsers(dest="suite", required=True, metavar="SUITE")
     for name, module in suites.items():
         sp = sub.add_parser(name, help=(module.__doc__ or "").strip().splitlines()[0])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import sys
 from collections.abc import Callable
 from typing import NoReturn
@@ -19,6 +20,14 @@ def fail(message: str, prog: str) -> NoReturn:
     for line in message.splitlines() or [message]:
         print(f"{prog}: error: {printable(line, one_line=True)}", file=sys.stderr)
     raise SystemExit(EXIT_CONFIG)
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with the one-line usage error the README promises: `PROG: error: WHAT (see PROG --help)`."""
+
+    def error(self, message: str) -> NoReturn:
+        print(f"{self.prog}: error: {message} (see {self.prog} --help)", file=sys.stderr)
+        raise SystemExit(EXIT_CONFIG)
 
 
 def console_logging() -> None:

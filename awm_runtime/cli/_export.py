@@ -12,7 +12,7 @@ from typing import IO, Any
 import orjson
 
 from awm_runtime._errors import ConfigError
-from awm_runtime.cli._common import guarded
+from awm_runtime.cli._common import Parser, guarded
 
 DESCRIPTION = """Export a run directory as training data, streaming (the run is never loaded whole). Every
 format loads with datasets.load_dataset("json", data_files=FILE) and feeds TRL as it is.
@@ -35,7 +35,7 @@ format loads with datasets.load_dataset("json", data_files=FILE) and feeds TRL a
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="awm-export", description=DESCRIPTION,
+    p = Parser(prog="awm-export", description=DESCRIPTION,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("run", type=Path, metavar="RUN", help="a run directory (the --out of awm-run)")
     p.add_argument("--format", required=True, choices=("sft", "grpo", "pairs", "atif", "fork-pairs", "ask-labels"),

@@ -8,11 +8,11 @@ from pathlib import Path
 from typing import Any
 
 from awm_runtime._errors import ConfigError
-from awm_runtime.cli._common import guarded
+from awm_runtime.cli._common import Parser, guarded
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="awm-report", description="Summarise run directories: per-arm figures and, "
+    p = Parser(prog="awm-report", description="Summarise run directories: per-arm figures and, "
                                 "with two or more arms, paired comparisons on the same tasks, repeats and seeds. "
                                 "With --html, a self-contained page with plots; several runs are compared on the "
                                 "tasks they share.")

@@ -12,7 +12,7 @@ from typing import Any
 
 from awm_runtime._config import build_run_config
 from awm_runtime._errors import ConfigError
-from awm_runtime.cli._common import EXIT_INTERRUPTED, EXIT_UNRECORDED, guarded
+from awm_runtime.cli._common import EXIT_INTERRUPTED, EXIT_UNRECORDED, Parser, guarded
 from awm_runtime.models import load_toml
 
 DESCRIPTION = """Run concurrent agent episodes on AWM worlds and write a run directory.
@@ -32,7 +32,7 @@ def _positive_int(text: str) -> int:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="awm-run", description=DESCRIPTION,
+    p = Parser(prog="awm-run", description=DESCRIPTION,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     a = p.add_argument
     a("--policy", metavar="ALIAS", help="policy model alias or policy plug-in (default sim/novice)")
@@ -44,6 +44,17 @@ def parser() -> argparse.ArgumentParser:
            "openenv+http://HOST:PORT (an OpenEnv AWM server), mcp+http://HOST:PORT/PATH or mcp+stdio:'COMMAND' "
            "(any MCP server; needs --tasks-file)")
     a("--tasks-file", type=Path, metavar="FILE", help="tasks of an MCP world: JSONL {\"task\": ..., \"id\": ...}")
+    a("--world-env", action="append", metavar="KEY=VAL|KEY",
+      help="MCP stdio worlds: set a variable in the server's environment, or pass one of ours by name; "
+           "{episode_dir} in a value (or in the command) is a fresh directory per episode (repeatable)")
+    a("--scenario-name", metavar="NAME", help="MCP worlds: the scenario's name (default: the server's own name)")
+    a("--world-reset-tool", metavar="TOOL",
+      help="MCP HTTP worlds: a tool of the server that resets its state, called before each episode and hidden "
+           "from the agent")
+    a("--world-spares", type=int, metavar="N",
+      help="MCP stdio worlds: servers started ahead of the episodes that will use them (default 2; 0 = none)")
+    a("--prompts", type=Path, metavar="DIR",
+      help="a folder of prompt templates replacing the packaged ones (same file names and variables)")
     a("--solutions", metavar="FILE", type=Path, help="reference solutions (JSON) for oracle experts and sims")
     a("--scenarios", metavar="GLOB", help="scenario names to run, comma-separated globs (default *)")
     a("--tasks", metavar="SPEC", help="task indices: all, 3, 0-4 or 0,2,7-9 (default all)")
@@ -135,6 +146,15 @@ def parser() -> argparse.ArgumentParser:
     a("--max-usd", type=float, metavar="X", help="--until-decided: stop once the run has spent X dollars "
                                                  "(every model of both arms needs a price)")
     return p
+
+
+def _html_needs() -> str:
+    """What the report hint's --html needs that is not installed (matplotlib draws its plots), or ''."""
+    import importlib.util
+
+    if importlib.util.find_spec("matplotlib") is not None:
+        return ""
+    return " (install matplotlib first: pip install 'matplotlib>=3.8,<4')"
 
 
 def _shards(text: str) -> int | str:
@@ -250,8 +270,8 @@ def main(argv: list[str] | None = None) -> int:
                                 "they say nothing about real models.[/]")
             print(f"run directory: {result.out}", file=sys.stderr)
             out = shlex.quote(str(result.out))
-            print(f"report: awm-report {out} --html {shlex.quote(str(Path(result.out) / 'report.html'))}  ·  "
-                  f"browse: awm-view {out}", file=sys.stderr)
+            print(f"report: awm-report {out} --html {shlex.quote(str(Path(result.out) / 'report.html'))}"
+                  f"{_html_needs()}  ·  browse: awm-view {out}", file=sys.stderr)
         for warning in result.summary.get("warnings", []):
             print(f"awm-run: warning: {warning}", file=sys.stderr)
         if result.interrupted:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from awm_runtime._errors import ConfigError
-from awm_runtime.cli._common import guarded
+from awm_runtime.cli._common import Parser, guarded
 
 DESCRIPTION = """Serve AWM worlds to OpenEnv clients (AWMEnv, TRL) at ws://HOST:PORT/ws: one isolated episode per
 connection, with OpenEnv's frames, observations and hidden tools (verify, done, __list_scenarios__).
@@ -33,7 +33,7 @@ def _positive(kind: type) -> Any:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="awm-serve", description=DESCRIPTION,
+    p = Parser(prog="awm-serve", description=DESCRIPTION,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     a = p.add_argument
     a("--worlds", default="builtin", metavar="builtin|DIR", help="built-in worlds, or an AWM-format directory")

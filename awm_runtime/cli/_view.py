@@ -7,13 +7,13 @@ import sys
 from pathlib import Path
 
 from awm_runtime._errors import ConfigError
-from awm_runtime.cli._common import guarded
+from awm_runtime.cli._common import Parser, guarded
 
 DEFAULT_PORT = 8765
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="awm-view", description="Browse a run directory in the browser: an episode "
+    p = Parser(prog="awm-view", description="Browse a run directory in the browser: an episode "
                                 "table to filter and sort, each episode's transcript by source, live while the run "
                                 "is still writing. Reads the run by streaming; binds to 127.0.0.1 unless told.")
     p.add_argument("run", type=Path, metavar="RUN", help="a run directory (the --out of awm-run)")

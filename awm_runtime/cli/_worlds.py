@@ -8,11 +8,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from awm_runtime.cli._common import guarded
+from awm_runtime.cli._common import Parser, guarded
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="awm-worlds", description="Inspect, check and pack AWM-format worlds.")
+    p = Parser(prog="awm-worlds", description="Inspect, check and pack AWM-format worlds.")
     sub = p.add_subparsers(dest="command", required=True)
     ls = sub.add_parser("list", help="scenarios and tasks in a worlds directory")
     ls.add_argument("--worlds", default="builtin", metavar="builtin|awm-1k|DIR")
@@ -62,13 +62,17 @@ def _list(args: argparse.Namespace) -> int:
     from awm_runtime._printable import printable
 
     table = Table(title=f"{ds.root}")
-    for col in ("scenario", "runs", "tasks", "tables", "seed stmts", "verifiers", "solutions"):
+    longest = max((len(str(r["scenario"])) for r in rows), default=8)
+    table.add_column("scenario", no_wrap=True, min_width=longest)  # a name is what users copy: never cut it
+    for col in ("runs", "tasks", "tables", "seed stmts", "verifiers", "solutions"):
         table.add_column(col)
     for r in rows:
         runs = "yes" if r["runnable"] else "no: lacks " + ", ".join(f.removesuffix(".jsonl") for f in r["missing"])
         table.add_row(*(Text(printable(v, one_line=True)) for v in (
             r["scenario"], runs, r["tasks"], r["tables"], r["seed_statements"], r["verifiers"], r["solutions"])))
     console = Console()
+    if not console.is_terminal:  # piped or captured: as wide as the table, not rich's default of 80 columns
+        console = Console(width=max(console.width, Console(width=100_000).measure(table).maximum))
     console.print(table)
     for problem in ds.problems:
         console.print(Text.assemble(("problem:", "yellow"), " ", printable(problem, one_line=True)))

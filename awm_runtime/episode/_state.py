@@ -139,6 +139,10 @@ class EpisodeState:
                                                                   message="the episode stopped without an ending"))
         outcome, end_reason, error = settle(ending, verdict)
         tools_id, tools = tool_set(self.tools) if self.tools is not None else (None, None)
+        judged = verdict.detail.get("judge_usage")
+        if isinstance(judged, dict):  # the judge's tokens are the episode's too: usage["judge"]
+            judge = self.usage.setdefault("judge", Usage())
+            judge.add(Usage.model_validate({**judged, "calls": max(1, int(judged.get("calls") or 0))}))
         return EpisodeRecord(
             episode_id=self.episode_id, run_id=self.run_id, arm=self.spec.arm, scenario=self.spec.scenario,
             task_idx=self.spec.task_idx, repeat=self.spec.repeat, seed=self.spec.seed, task=self.task.text,

@@ -149,9 +149,12 @@ async def tools_problem(config: ModelConfig, facts: ServerFacts, client: httpx.A
                         completions: bool) -> str | None:
     """Why tools sent to this endpoint would not reach the model, or None (they do, or it cannot be told).
 
-    llama.cpp's template metadata answers without generating. Otherwise, with `completions`, two
-    one-token completions with and without a tool: a server that drops tools (a template without tool
-    support) bills the same prompt for both; one that refuses them answers the tool request with an error."""
+    llama.cpp's template metadata answers without generating. Otherwise, with `completions`, one-token
+    completions with and without a tool, each retried through 429s and 5xx under the alias's retry policy
+    (honouring Retry-After). Only definite answers decide: a server that refuses tools answers the tool
+    request with a 4xx and the plain one with a 2xx; one that drops them (a template without tool support)
+    bills the same prompt for both while billing a longer message more. Anything else cannot be told (a
+    warning, not a refusal): no definite answer, or prompt-token counts that do not follow the prompt."""
     if takes_tools(config):
         return None
     if facts.kind == "llama.cpp" and facts.supports_tools is False:
@@ -161,22 +164,86 @@ async def tools_problem(config: ModelConfig, facts: ServerFacts, client: httpx.A
     url = config.api_base.rstrip("/") + "/chat/completions"
     body = {"model": served_name(config), "messages": [{"role": "user", "content": "Look up order 7."}],
             "max_tokens": 1, **{k: v for k, v in config.params.items() if k == "chat_template_kwargs"}}
-    try:
-        plain, tooled = await asyncio.gather(client.post(url, json=body, headers=_headers(config)),
-                                             client.post(url, json={**body, "tools": [PROBE_TOOL]},
-                                                         headers=_headers(config)))
-    except httpx.HTTPError:
-        return None  # the endpoint checks already said whether it answers
-    if tooled.status_code >= 400 and plain.status_code < 400:
+    plain, tooled = await asyncio.gather(definite_answer(config, client, url, body),
+                                         definite_answer(config, client, url, {**body, "tools": [PROBE_TOOL]}))
+    if plain is None or tooled is None or plain.status_code >= 400:
+        _could_not_tell(config, "no definite answer to a one-token completion")
+        return None
+    if tooled.status_code >= 400:
         return f"it refuses requests with tools (HTTP {tooled.status_code}: {_message(tooled.text)})"
+    before, after = _prompt_tokens(plain), _prompt_tokens(tooled)
+    if before is None or after is None or before <= 0:
+        _could_not_tell(config, "it reports no prompt-token counts")
+        return None
+    if after > before:
+        return None
+    longer = {**body, "messages": [{"role": "user", "content": "Look up order 7. " + "Then say which order. " * 12}]}
+    control = await definite_answer(config, client, url, longer)
+    if control is None or control.status_code >= 400 or (_prompt_tokens(control) or 0) <= before:
+        _could_not_tell(config, f"it reports {before} prompt tokens whatever the prompt")
+        return None
+    return f"a tool added no prompt tokens ({before} with and without it), so the chat template drops tools"
+
+
+def _prompt_tokens(resp: httpx.Response) -> int | None:
     try:
-        before = int(plain.json()["usage"]["prompt_tokens"])
-        after = int(tooled.json()["usage"]["prompt_tokens"])
+        return int(resp.json()["usage"]["prompt_tokens"])
     except (ValueError, KeyError, TypeError):
         return None
-    if before > 0 and after <= before:
-        return f"a tool added no prompt tokens ({before} with and without it), so the chat template drops tools"
-    return None
+
+
+def _could_not_tell(config: ModelConfig, why: str) -> None:
+    import structlog
+
+    structlog.get_logger("awm_runtime.models").warning(
+        "preflight_native_tools_unknown", alias=config.alias, endpoint=config.endpoint,
+        note=f"could not tell whether tools reach the model ({why}); the run goes on with protocol native")
+
+
+async def definite_answer(config: ModelConfig, client: httpx.AsyncClient, url: str,
+                          body: dict[str, Any]) -> httpx.Response | None:
+    """The endpoint's definite answer to one POST: a 2xx, a 4xx other than 429, or a 5xx that persisted
+    through every retry (llama-server without --jinja answers tools with a 500, every time). 429, 5xx,
+    timeouts and refused connections are retried under the alias's retry policy (Retry-After honoured);
+    None when the retries ran out on a rate limit, a timeout or a refused connection."""
+    from tenacity import AsyncRetrying, RetryError
+
+    from awm_runtime.models._exceptions import AttemptError, parse_retry_after
+    from awm_runtime.models._retry import CallRetries, RetryPolicy, tenacity_kwargs
+
+    def failed(kind: Any, detail: str, retry_after: float | None = None) -> AttemptError:
+        return AttemptError(f"preflight: {detail}", kind=kind, role="preflight", alias=config.alias,
+                            retry_after_s=retry_after, detail=detail)
+
+    async def once() -> httpx.Response:
+        try:
+            resp = await client.post(url, json=body, headers=_headers(config))
+        except httpx.TimeoutException as exc:
+            raise failed("timeout", f"{type(exc).__name__}") from exc
+        except httpx.HTTPError as exc:
+            raise failed("connection", f"{type(exc).__name__}") from exc
+        if resp.status_code == 429:
+            raise failed("rate_limit", "HTTP 429", parse_retry_after(resp.headers.get("retry-after")))
+        if resp.status_code >= 500:
+            persisted.append(resp)
+            raise failed("server", f"HTTP {resp.status_code}")
+        persisted.clear()
+        return resp
+
+    persisted: list[httpx.Response] = []
+    retries = CallRetries(RetryPolicy.of(config), config.endpoint)
+    try:
+        async for attempt in AsyncRetrying(**tenacity_kwargs(retries, asyncio.sleep)):
+            with attempt:
+                return await once()
+    except RetryError as exc:
+        error = exc.last_attempt.exception()
+        if isinstance(error, AttemptError) and error.kind == "server" and persisted:
+            return persisted[-1]
+        return None
+    except AttemptError:
+        return None
+    return None  # pragma: no cover - tenacity either returns or raises
 
 
 def _message(text: str) -> str:

@@ -31,6 +31,7 @@ class ArmStats:
     format_errors: Counter[str] = field(default_factory=Counter)
     episodes_with_format_errors: int = 0
     ask_styles: Counter[str] = field(default_factory=Counter)
+    successes_by_ask_style: Counter[str] = field(default_factory=Counter)  # complete episodes only
     expert_calls: int = 0
     nudges: int = 0
     nudges_followed: int = 0
@@ -53,6 +54,8 @@ class ArmStats:
         self.format_errors.update(fe)
         self.episodes_with_format_errors += accountable and bool(sum(fe.values()))
         self.ask_styles[r.get("ask_style", "solo")] += 1
+        if r["outcome"] == "complete":
+            self.successes_by_ask_style[r.get("ask_style", "solo")] += 1
         self.expert_calls += r.get("expert_calls", 0)
         self.nudges += r.get("nudges", 0)
         self.nudges_followed += sum(1 for n in r.get("nudge_log") or () if n.get("followed_by_ask"))
@@ -102,7 +105,8 @@ class ArmStats:
             "format_errors": dict(self.format_errors), "format_error_total": sum(self.format_errors.values()),
             "episodes_with_format_errors": self.episodes_with_format_errors,
             "format_error_rate": per(self.episodes_with_format_errors, 4),
-            "ask_styles": dict(self.ask_styles), "expert_calls": self.expert_calls, "nudges": self.nudges,
+            "ask_styles": dict(self.ask_styles), "successes_by_ask_style": dict(self.successes_by_ask_style),
+            "expert_calls": self.expert_calls, "nudges": self.nudges,
             "nudges_followed_by_ask": self.nudges_followed, "mean_turns": per(self.turns, 3),
             "mean_reward": per(self.reward_sum, 4), "tokens": dict(self.tokens),
             "cost_usd": round(self.cost_usd, 6), "error_classes": dict(self.error_classes),

@@ -44,6 +44,12 @@ def _num(x: Any, fmt: str = ".3f") -> str:
     return format(x, fmt) if isinstance(x, int | float) else "n/a"
 
 
+def _successes_by_style(a: dict[str, Any]) -> str:
+    """Completed episodes by how they asked (README): solo, recovery (asked after trouble), blind."""
+    styles = a.get("successes_by_ask_style") or {}
+    return "/".join(str(styles.get(k, 0)) for k in ("solo", "recovery", "blind"))
+
+
 ROWS: list[tuple[str, Any]] = [
     ("policy", lambda a: _who(a["policy"])),
     ("expert", lambda a: _who(a["expert"])),
@@ -55,7 +61,7 @@ ROWS: list[tuple[str, Any]] = [
     ("infra errors", lambda a: _infra(a)),
     ("expert calls", lambda a: str(a["expert_calls"])),
     ("nudges", lambda a: f"{a['nudges']} ({a['nudges_followed_by_ask']} then asked)"),
-    ("solo/recovery/blind", lambda a: "/".join(str(a["ask_styles"].get(k, 0)) for k in ("solo", "recovery", "blind"))),
+    ("successes solo/recovery/blind", lambda a: _successes_by_style(a)),
     ("mean reward", lambda a: _num(a["mean_reward"])),
 ]
 

@@ -5,15 +5,12 @@ from __future__ import annotations
 import os
 import platform
 import sys
-import uuid
 from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
 from awm_runtime._config import RunConfig
-from awm_runtime._errors import ConfigError
-from awm_runtime.logs import EPISODES, MANIFEST, read_manifest
 from awm_runtime.scheduler._prepare import PreparedRun
 from awm_runtime.scheduler._resume import ModelTable, model_table
 from awm_runtime.worlds._hub import snapshot_commit
@@ -27,25 +24,6 @@ def _versions() -> dict[str, str]:
         except PackageNotFoundError:
             out[dist] = "not installed"
     return out
-
-
-def out_dir(config: RunConfig) -> tuple[Path, dict[str, Any] | None]:
-    """The run directory, and the manifest of the run being resumed (None for a new run)."""
-    if config.out is not None:
-        out = Path(config.out)
-    else:
-        out = Path("runs") / f"{datetime.now(UTC):%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:6]}"
-    has_records = (out / EPISODES).is_file() and (out / EPISODES).stat().st_size > 0
-    if config.resume and not (out / MANIFEST).is_file():
-        raise ConfigError(f"--resume: {out} holds no run to resume (no {MANIFEST}); pass the --out of the killed run")
-    if has_records and not config.resume:
-        raise ConfigError(f"{out} already holds a run; pass --resume to continue it, or choose another --out")
-    if not config.resume:
-        return out, None
-    try:
-        return out, read_manifest(out)
-    except (OSError, ValueError) as exc:
-        raise ConfigError(f"--resume: {out / MANIFEST} is unreadable ({exc}); the run cannot be resumed") from None
 
 
 def _arm(harness: Any, models: ModelTable) -> dict[str, Any]:

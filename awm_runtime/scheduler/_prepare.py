@@ -14,6 +14,7 @@ import structlog
 from awm_runtime._build import BuildContext, build_expert, build_nudges, build_policy, build_shaper
 from awm_runtime._config import RunConfig
 from awm_runtime._errors import ConfigError
+from awm_runtime._prompts import use_prompts
 from awm_runtime._types import EpisodeSpec, ForkSpec, Task
 from awm_runtime._units import Planner, Unit
 from awm_runtime.episode import EpisodeLimits, ExpertBudget, Harness
@@ -23,10 +24,21 @@ from awm_runtime.models import ModelRegistry, apply_routes, load_registry, prefl
 from awm_runtime.models._local import start_local_servers
 from awm_runtime.models._transport import IN_PROCESS
 from awm_runtime.scheduler._fit import check_fit
+from awm_runtime.scheduler._outdir import out_dir
 from awm_runtime.scheduler._plan import order_tasks, plan_episodes, plan_shuffled, select_tasks, split
 from awm_runtime.scheduler._resume import with_stored_models
 from awm_runtime.verifiers import Judge
-from awm_runtime.worlds import AwmWorld, RemoteWorld, RunWorld, load_split, load_worlds, trivial_tasks, world_options
+from awm_runtime.worlds import (
+    AwmWorld,
+    RemoteWorld,
+    RunWorld,
+    is_remote,
+    load_split,
+    load_worlds,
+    remote_options,
+    trivial_tasks,
+    world_options,
+)
 
 log = structlog.get_logger("awm_runtime.scheduler")
 
@@ -89,8 +101,14 @@ async def prepare(config: RunConfig, *, check: bool = True, shard: tuple[int, in
         registry = with_stored_models(registry, config.models)
     registry = share_limits(apply_routes(registry, config.model_dump()), *shard)
     containment = require(config.unsafe_no_sandbox)  # before any dataset code can run
+    if config.prompts is not None:
+        use_prompts(config.prompts)
+    if check:  # a bad --out is one line now, not after the preflight
+        out = out_dir(config)[0]
+        if config.out is None and is_remote(config.worlds):  # MCP servers log into the run directory
+            config = config.model_copy(update={"out": out})
     world = load_worlds(config.worlds, solutions=config.solutions, options=world_options(config),
-                        tasks_file=config.tasks_file)
+                        tasks_file=config.tasks_file, remote=remote_options(config))
     try:
         if isinstance(world, RemoteWorld):
             await world.connect()  # a world that cannot be reached is bad input: one line, before any episode
@@ -135,6 +153,8 @@ async def _prepare(config: RunConfig, registry: Any, world: RunWorld, check: boo
     elif isinstance(world, RemoteWorld) and world.judged_here:
         log.warning("no_verifier", world=world.name,
                     note="an MCP world has no verifier: without --judge every verdict is no_verifier")
+    if check:
+        _warn_shared_server(config, world)
     harnesses: dict[str, Harness] = {}
     for arm in config.arm_list():
         c = config.for_arm(arm)
@@ -178,6 +198,19 @@ async def _prepare(config: RunConfig, registry: Any, world: RunWorld, check: boo
 
         await asyncio.to_thread(litellm)
     return PreparedRun(config, world, tasks, harnesses, ctx, secrets, planner)
+
+
+def _warn_shared_server(config: RunConfig, world: RunWorld) -> None:
+    """Once: an MCP server over HTTP is one server for every episode, so repeats and group members of a task
+    may see each other's writes (stdio worlds start a server per episode; OpenEnv worlds reset)."""
+    url = getattr(world, "url", None)
+    shared = config.repeats > 1 or config.group_size is not None or len(config.arm_list()) > 1
+    if url and shared and not config.world_reset_tool:
+        log.warning("mcp_shared_server", world=world.name,
+                    note="every episode of this run uses the same HTTP server, which awm-run cannot reset: "
+                         "repeats, arms and group members of a task may see each other's changes. Use a stdio "
+                         "world (a server per episode), or --world-reset-tool NAME if the server has a reset tool "
+                         "(docs/mcp.md)")
 
 
 def _judged_here(config: RunConfig, world: RunWorld) -> bool:

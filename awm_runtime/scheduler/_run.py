@@ -43,7 +43,8 @@ from awm_runtime.scheduler._control import LoopLag, RunControl, must_finish, pea
 from awm_runtime.scheduler._decide import PairWatch, WatchedStats, endpoint_totals
 from awm_runtime.scheduler._episode_pool import EpisodePool
 from awm_runtime.scheduler._forks import in_flight, resumable
-from awm_runtime.scheduler._manifest import manifest, out_dir
+from awm_runtime.scheduler._manifest import manifest
+from awm_runtime.scheduler._outdir import out_dir
 from awm_runtime.scheduler._prepare import PreparedRun, prepare
 from awm_runtime.scheduler._processes import resolve_shards, run_sharded
 from awm_runtime.scheduler._progress import RunProgress, endpoint_dicts
@@ -80,6 +81,8 @@ async def run(config: RunConfig, *, sinks: Sequence[Sink] = (), prepared: Prepar
     prep = prepared or await prepare(config)
     if prep.config.models != config.models:  # a resume: the model definitions its manifest stored
         config = config.model_copy(update={"models": prep.config.models})
+    if config.out is None and prep.config.out is not None:  # chosen by prepare (MCP servers log there)
+        config = config.model_copy(update={"out": prep.config.out})
     out, previous = out_dir(config)
     run_id = str(previous["run_id"]) if previous and previous.get("run_id") else uuid.uuid4().hex
     if prep.planner is not None and config.ray is None and config.shards not in ("auto", 1):

@@ -1,4 +1,4 @@
-"""The awm-serve ASGI app and its server: OpenEnv's routes, optionally MCP at `/mcp/<scenario>`."""
+"""The awm-serve ASGI app and its server: OpenEnv's routes, optionally MCP (`/mcp/<scenario>`, `/<scenario>/mcp`)."""
 
 from __future__ import annotations
 
@@ -21,15 +21,19 @@ log = structlog.get_logger("awm_runtime.serve")
 
 
 def create_app(hub: SessionHub, *, mcp: bool = False, allow_origins: tuple[str, ...] = ()) -> Starlette:
-    """OpenEnv's `/ws` and HTTP routes over `hub`; with `mcp`, also MCP (streamable HTTP) at `/mcp/<scenario>`.
-    Every route answers its own origin only, plus `allow_origins` (`serve._origin`)."""
+    """OpenEnv's `/ws` and HTTP routes over `hub`; with `mcp`, also MCP (streamable HTTP) at `/mcp/<scenario>`
+    and `/<scenario>/mcp`. Every route answers its own origin only, plus `allow_origins` (`serve._origin`)."""
     app_routes = routes(hub)
     manager = None
     if mcp:
         from awm_runtime.serve._mcp import McpRoute, http_manager
 
         manager = http_manager(hub)
-        app_routes.append(Route("/mcp/{scenario}", McpRoute(hub, manager), methods=["GET", "POST", "DELETE"]))
+        route = McpRoute(hub, manager)
+        app_routes.append(Route("/mcp/{scenario}", route, methods=["GET", "POST", "DELETE"]))
+        # The same endpoint where MCP clients that recognise streamable HTTP by a trailing /mcp (the MCP
+        # Inspector) look for it.
+        app_routes.append(Route("/{scenario}/mcp", route, methods=["GET", "POST", "DELETE"]))
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

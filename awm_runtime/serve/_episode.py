@@ -252,9 +252,11 @@ class OpenEnvEpisode:
         if where is not None and self.session is not None:
             trajectory_path, session_dir = await asyncio.to_thread(self._keep, where, bool(args.get("keep_session")))
         await self.close()
-        return observation(done=True, reward=0.0, reward_type="episode_done", scenario=self.scenario.id,
+        done = observation(done=True, reward=0.0, reward_type="episode_done", scenario=self.scenario.id,
                            task=self.task, task_idx=self.task_idx, steps_taken=self.step_count,
                            trajectory_path=trajectory_path, session_dir=session_dir)
+        done["observation"].setdefault("trajectory_path", None)  # as OpenEnv's: always there; null = none kept
+        return done
 
     def _keep(self, root: Path, keep_session: bool) -> tuple[str | None, str | None]:
         """Write the trajectory (and, with keep_session, both DBs) under `--sessions-dir`; paths are the server's."""

@@ -3,7 +3,7 @@
 Generic machinery: nothing here knows the AWM dataset (worlds/_verify.py applies it).
 """
 
-from awm_runtime.verifiers._judge import Criteria, Judge, parse_criteria, parse_judgement
+from awm_runtime.verifiers._judge import Criteria, Judge, classify_trajectory, parse_criteria, parse_judgement
 from awm_runtime.verifiers._restrict import ALLOWED_MODULES, find_function_name
 from awm_runtime.verifiers._sandbox import Sandbox, SandboxResult
 
@@ -13,6 +13,7 @@ __all__ = [
     "Judge",
     "Sandbox",
     "SandboxResult",
+    "classify_trajectory",
     "find_function_name",
     "parse_criteria",
     "parse_judgement",

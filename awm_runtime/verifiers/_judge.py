@@ -227,6 +227,11 @@ class Judge:
         ]
         detail: dict[str, Any] = {"judge": self.name, "evidence": _clip(_evidence_text(evidence),
                                                                        DETAIL_EVIDENCE_CHARS)}
+        return await self.ask(prompt, detail, started)
+
+    async def ask(self, prompt: list[dict[str, Any]], detail: dict[str, Any], started: float) -> Verdict:
+        """Ask for a classification: a reply without one is asked for once more, then it is
+        `judge_unclassified` (the agent's incomplete); only a failed call is `judge_error`."""
         parsed = None
         for attempt in range(1, JUDGE_ATTEMPTS + 1):
             try:
@@ -252,3 +257,30 @@ class Judge:
         if said != label:
             detail["judge_said"] = said  # not a label: only complete | incomplete are
         return Verdict(result=label, mode="sql", detail=detail, elapsed_ms=elapsed)  # type: ignore[arg-type]
+
+
+def _task_criteria(criteria: Criteria) -> str:
+    """The criteria a tasks file gave (no verifier reasoning), or a plain note that there are none."""
+    if not criteria.success and not criteria.failure:
+        return "(none given: judge from the task's own words)"
+    parts = [f"{title}:\n" + "\n".join(f"- {i}" for i in items)
+             for title, items in (("Success criteria", criteria.success), ("Failure criteria", criteria.failure))
+             if items]
+    return "\n\n".join(parts)
+
+
+async def classify_trajectory(judge: Judge, *, task: str, messages: Sequence[Message], criteria: Criteria,
+                              final_answer: str) -> Verdict:
+    """Classify an episode of a world without a database (an MCP server): from its trajectory, its final
+    answer and the task's own criteria, with the judge_mcp prompts. Labels and reply rules are the SQL-mode
+    judge's; the verdict's mode is `sql` (an LLM decided) and its detail says `judged_from: trajectory`."""
+    started = time.perf_counter()
+    boundary, document = fenced_data({"trajectory": trajectory_entries(messages) or "(the agent took no actions)",
+                                      "final_answer": _clip(final_answer, FINAL_ANSWER_CHARS) or "(none)"})
+    prompt = [
+        {"role": "system", "content": render("judge_mcp_system.md")},
+        {"role": "user", "content": render("judge_mcp_request.md", task=task, criteria=_task_criteria(criteria),
+                                           boundary=boundary, data=document)},
+    ]
+    detail: dict[str, Any] = {"judge": judge.name, "judged_from": "trajectory"}
+    return await judge.ask(prompt, detail, started)

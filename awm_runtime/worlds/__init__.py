@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from awm_runtime._config import RunConfig
 from awm_runtime._errors import ConfigError
@@ -39,17 +41,18 @@ def worlds_name(spec: str | Path, root: Path) -> str:
 
 def load_worlds(spec: str | Path = "builtin", *, solutions: Path | None = None,
                 options: WorldOptions | None = None, judge: Judge | None = None,
-                tasks_file: Path | None = None) -> RunWorld:
+                tasks_file: Path | None = None, remote: Mapping[str, Any] | None = None) -> RunWorld:
     """The worlds a spec names, chosen by its scheme. Nothing starts until first use.
 
     `builtin` or a directory: the local engine (AwmWorld). `openenv+http://HOST:PORT`, `mcp+http://HOST:PORT/PATH`
     or `mcp+stdio:COMMAND`: a remote world (RemoteWorld; `await world.connect()` before use; MCP worlds take
-    their tasks from `tasks_file`)."""
+    their tasks from `tasks_file`, and `judge` decides their verdicts). `remote`: more RemoteOptions fields,
+    e.g. `{"world_env": ("KEY=VAL",), "scenario_name": "notes"}`."""
     if is_remote(spec):
         o = options or WorldOptions()
-        return remote_world(str(spec), tasks_file=tasks_file,
+        return remote_world(str(spec), tasks_file=tasks_file, judge=judge,
                             options=RemoteOptions(verifier=o.verifier, tool_timeout_s=o.tool_timeout_s,
-                                                  solutions=solutions))
+                                                  solutions=solutions, **(remote or {})))
     if tasks_file is not None:
         raise ConfigError(f"--tasks-file is for MCP worlds (mcp+http://..., mcp+stdio:...), not {spec}")
     return load_local_worlds(spec, solutions=solutions, options=options, judge=judge)
@@ -67,6 +70,12 @@ def load_local_worlds(spec: str | Path = "builtin", *, solutions: Path | None = 
             if sid in dataset.scenarios:
                 dataset.scenarios[sid].solutions[idx] = sol
     return AwmWorld(dataset, name=worlds_name(spec, root), options=options, judge=judge)
+
+
+def remote_options(config: RunConfig) -> dict[str, Any]:
+    """The MCP-world settings of a run (RemoteOptions fields); stdio servers log into the run directory."""
+    return {"world_env": config.world_env, "scenario_name": config.scenario_name, "log_dir": config.out,
+            "reset_tool": config.world_reset_tool, "spares": config.world_spares}
 
 
 def world_options(config: RunConfig) -> WorldOptions:
@@ -110,6 +119,7 @@ __all__ = [
     "load_worlds",
     "normalize_scenario",
     "pack_sources",
+    "remote_options",
     "resolve_worlds_dir",
     "trivial_tasks",
     "world_options",

@@ -53,14 +53,16 @@ def parse_reply(protocol: str, content: str | None, tool_calls: list[dict[str, A
     raise ConfigError(f"unknown tool-call protocol {protocol!r}; choose one of: {', '.join(PROTOCOLS)}")
 
 
-def system_prompt(protocol: str, tools: Sequence[ToolSpec], *, scenario: str) -> str:
+def system_prompt(protocol: str, tools: Sequence[ToolSpec], *, scenario: str, kind: str = "app") -> str:
+    """The policy's system prompt: an AWM app used for its current user, or (kind `mcp`) an MCP server's tools."""
+    prefix = "policy_mcp_" if kind == "mcp" else "policy_"
     if protocol == "hermes":
         listed = "\n".join(json.dumps(t.to_openai(), ensure_ascii=False) for t in tools)
-        return render("policy_hermes.md", scenario=scenario, tools=listed)
+        return render(f"{prefix}hermes.md", scenario=scenario, tools=listed)
     if protocol == "awm":
         hint = render("awm_expert_hint.md") if any(t.name == "ask_expert" for t in tools) else ""
-        return render("policy_awm.md", scenario=scenario, expert_hint=hint)
-    return render("policy_native.md", scenario=scenario)
+        return render(f"{prefix}awm.md", scenario=scenario, expert_hint=hint)
+    return render(f"{prefix}native.md", scenario=scenario)
 
 
 UNPARSED_CHARS = 2000  # what goes back on the wire of arguments that could not be used
@@ -103,7 +105,7 @@ class ToolProtocol:
         self._schema_maps: dict[tuple[int, ...], tuple[tuple[ToolSpec, ...], dict[str, Any]]] = {}
 
     def begin(self, task: Task, tools: Sequence[ToolSpec]) -> list[Message]:
-        system = system_prompt(self.name, tools, scenario=task.scenario_title or task.scenario)
+        system = system_prompt(self.name, tools, scenario=task.scenario_title or task.scenario, kind=task.kind)
         return [Message(role="system", content=system, source="system"),
                 Message(role="user", content=render("task.md", task=task.text), source="system")]
 

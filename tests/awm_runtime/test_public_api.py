@@ -28,3 +28,20 @@ def test_ray_is_imported_only_by_runs_on_a_cluster() -> None:
             "print('ray' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_an_embedding_program_keeps_its_stdout() -> None:
+    """structlog prints to stdout by default; ours goes to stderr unless the program configured structlog."""
+    code = "import awm_runtime, structlog; structlog.get_logger('awm_runtime.x').info('hello_event', n=1)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout == "" and "hello_event" in out.stderr
+    mine = ("import structlog, sys; structlog.configure(logger_factory=structlog.PrintLoggerFactory(sys.stdout)); "
+            "import awm_runtime; structlog.get_logger().info('theirs')")
+    out = subprocess.run([sys.executable, "-c", mine], capture_output=True, text=True, check=True)
+    assert "theirs" in out.stdout  # a program's own structlog setup is left alone
+
+
+def test_load_registry_and_shutdown_are_public() -> None:
+    from awm_runtime.models import load_registry, shutdown
+
+    assert awm_runtime.load_registry is load_registry and awm_runtime.shutdown is shutdown

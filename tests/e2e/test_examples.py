@@ -14,3 +14,6 @@ def test_embed_episode_example_runs() -> None:
                           timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert "event: episode_ended" in proc.stdout and "outcome=" in proc.stdout
+    # stdout is the program's own (the runtime logs to stderr), and it shut down cleanly.
+    assert all(line.startswith(("  event: ", "task: ", "outcome=")) for line in proc.stdout.splitlines()), proc.stdout
+    assert "Unclosed" not in proc.stderr and "Traceback" not in proc.stderr

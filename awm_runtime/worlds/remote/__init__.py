@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from awm_runtime._errors import ConfigError
+from awm_runtime.verifiers import Judge
 from awm_runtime.worlds.remote._base import RemoteOptions, RemoteWorld, TransientWorldError
 from awm_runtime.worlds.remote._tasks import read_tasks_file
 
@@ -16,8 +17,11 @@ def is_remote(spec: str | Path) -> bool:
     return str(spec).startswith(("openenv+", "mcp+"))
 
 
-def remote_world(spec: str, *, tasks_file: Path | None = None, options: RemoteOptions | None = None) -> RemoteWorld:
-    """The remote world a spec names; `await world.connect()` before use. ConfigError for a bad spec."""
+def remote_world(spec: str, *, tasks_file: Path | None = None, options: RemoteOptions | None = None,
+                 judge: Judge | None = None) -> RemoteWorld:
+    """The remote world a spec names; `await world.connect()` before use. ConfigError for a bad spec.
+
+    `judge` decides an MCP world's verdicts (it has no verifier); an OpenEnv world's server verifies."""
     if spec.startswith(("openenv+http://", "openenv+https://")):
         from awm_runtime.worlds.remote._openenv import OpenEnvWorld
 
@@ -27,7 +31,7 @@ def remote_world(spec: str, *, tasks_file: Path | None = None, options: RemoteOp
     if spec.startswith(("mcp+http://", "mcp+https://", "mcp+stdio:")):
         from awm_runtime.worlds.remote._mcp import McpWorld
 
-        return McpWorld(spec, tasks_file, options)
+        return McpWorld(spec, tasks_file, options, judge=judge)
     raise ConfigError(f"--worlds {spec}: unknown remote world; use one of {', '.join(SCHEMES)}")
 
 

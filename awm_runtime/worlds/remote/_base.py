@@ -37,6 +37,14 @@ class RemoteOptions:
     backoff_s: float = 0.25
     max_backoff_s: float = 4.0
     solutions: Path | None = None  # --solutions: reference solutions by (scenario, task_idx)
+    # MCP worlds: the server's extra environment (--world-env KEY=VAL or KEY), the scenario's name when the
+    # server's own will not do (--scenario-name), where stdio servers' stderr goes (<run dir>, as
+    # worlds/<scenario>.log; None: a temporary folder), and a tool that resets an HTTP server's state.
+    world_env: tuple[str, ...] = ()
+    scenario_name: str | None = None
+    log_dir: Path | None = None
+    reset_tool: str | None = None
+    spares: int = 2  # stdio servers started ahead of the episodes that will use them (0: start on demand)
 
     @property
     def message_timeout_s(self) -> float:

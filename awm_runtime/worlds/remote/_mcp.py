@@ -1,8 +1,10 @@
 """`--worlds mcp+http://HOST:PORT/PATH` and `mcp+stdio:'COMMAND'`: episodes against any MCP server.
 
-Each episode is its own MCP session (streamable HTTP), or its own server process (stdio). Tasks come from
-`--tasks-file`. An MCP server has no verifier: with `--judge` the judge model classifies the episode from its
-trajectory and final answer; without, the verdict is `no_verifier`.
+Each episode is its own MCP session (streamable HTTP), or its own server process (stdio), started with a
+fresh `{episode_dir}` when the command names one (_stdio.py). Tasks come from `--tasks-file`. The scenario is
+named after the server's own name (`serverInfo.name`), or `--scenario-name`. An MCP server has no verifier:
+with `--judge` the judge model classifies the episode from its trajectory, final answer and the task's own
+criteria; without, the verdict is `no_verifier`.
 
 The MCP SDK's client runs on anyio task groups, which must be entered and left by the same task, so each
 session lives in a task of its own and the episode talks to it through a queue.
@@ -14,24 +16,26 @@ import asyncio
 import contextlib
 import os
 import shlex
-import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, TextIO, TypeVar
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 import structlog
 
 from awm_runtime._errors import ConfigError, WorldError
 from awm_runtime._types import Message, Task, ToolCall, ToolResult, ToolSpec, Verdict
+from awm_runtime.verifiers import Criteria, Judge
 from awm_runtime.worlds._names import normalize_scenario
 from awm_runtime.worlds.remote._base import RemoteOptions, RemoteWorld, TransientWorldError, bounded, retried
+from awm_runtime.worlds.remote._spares import Spares
+from awm_runtime.worlds.remote._stdio import StdioLaunch, parse_world_env
 from awm_runtime.worlds.remote._tasks import read_tasks_file
 
 log = structlog.get_logger("awm_runtime.worlds")
 T = TypeVar("T")
-NO_EVIDENCE = "none: this world is an MCP server and has no verifier; judge from the trajectory and the answer"
+PROBE = "probe"
 
 
 def _mcp() -> Any:
@@ -51,76 +55,119 @@ class McpWorld(RemoteWorld):
 
     judged_here = True
 
-    def __init__(self, spec: str, tasks_file: Path | None, options: RemoteOptions | None = None) -> None:
-        super().__init__(spec, options)
+    def __init__(self, spec: str, tasks_file: Path | None, options: RemoteOptions | None = None, *,
+                 judge: Judge | None = None) -> None:
+        super().__init__(spec, options, judge=judge)
         if tasks_file is None:
             raise ConfigError(f"--worlds {spec}: an MCP world needs --tasks-file FILE (JSONL {{\"task\": ..., "
                               f"\"id\": ...}})")
         self.tasks_file = tasks_file
+        self.criteria: dict[tuple[str, int], Criteria] = {}
         rest = spec.split("+", 1)[1]
+        env = parse_world_env(self.options.world_env)
         if rest.startswith("stdio:"):
-            self.argv = shlex.split(rest[len("stdio:"):])
-            if not self.argv:
+            argv = shlex.split(rest[len("stdio:"):])
+            if not argv:
                 raise ConfigError(f"--worlds {spec}: expected mcp+stdio:'COMMAND ARGS'")
             self.url: str | None = None
-            default = Path(self.argv[0]).name
+            self.launch: StdioLaunch | None = StdioLaunch(argv, env, self.options.log_dir)
+            provisional = Path(argv[0]).name
         else:
             parts = urlsplit(rest)
             if parts.scheme not in ("http", "https") or not parts.netloc:
                 raise ConfigError(f"--worlds {spec}: expected mcp+http://HOST:PORT/PATH or mcp+stdio:'COMMAND'")
-            self.url, self.argv = rest, []
-            default = parts.path.rstrip("/").rsplit("/", 1)[-1] or parts.netloc
-        self.default_scenario = normalize_scenario(default) or "mcp"
-        self._stderr: TextIO | None = None
+            if env:
+                raise ConfigError(f"--world-env is for mcp+stdio worlds (it sets the server's environment); "
+                                  f"{spec} runs elsewhere")
+            self.url, self.launch = rest, None
+            provisional = parts.netloc
+        # Until the server says its name: the log of the first server started goes under this one.
+        self.scenario = normalize_scenario(self.options.scenario_name or provisional) or "mcp"
+        self.title = self.options.scenario_name or ""
+        self.server_name = ""
+        self.log_name = self.scenario  # the stderr log its servers write: worlds/<log_name>.log
+        # stdio servers take seconds to start: a few wait ready for the next episodes (_spares.py)
+        self._spares: Spares[McpSession] = Spares(self.options.spares if self.launch is not None else 0,
+                                                  lambda name: McpSession.start(self, name))
+
+    @property
+    def argv(self) -> list[str]:
+        return self.launch.argv if self.launch is not None else []
 
     async def connect(self) -> None:
         _mcp()
-        self._tasks = read_tasks_file(self.tasks_file, self.default_scenario)
+        provisional = self.scenario
+        self.log_name = f"{provisional}.probe-{os.getpid()}"  # shard processes probe too: one file each
         try:
-            probe = await retried("connect", 2, self.options, lambda: McpSession.start(self, "probe"))
+            probe = await retried("connect", 2, self.options, lambda: McpSession.start(self, PROBE))
         except WorldError as exc:
-            raise ConfigError(f"--worlds {self.name}: cannot open an MCP session: {exc}") from None
+            self._log_as(provisional)
+            raise ConfigError(self._start_failure(exc)) from None
         await probe.close()
-        log.info("remote_world_connected", world=self.name, tasks=len(self._tasks), tools=len(probe.tools))
+        if not self.options.scenario_name and normalize_scenario(self.server_name):
+            self.scenario = normalize_scenario(self.server_name)
+        self.title = self.options.scenario_name or self.server_name or self.scenario
+        self._log_as(self.scenario)
+        self._tasks = read_tasks_file(self.tasks_file, self.scenario, title=self.title, kind="mcp",
+                                      criteria=self.criteria)
+        log.info("remote_world_connected", world=self.name, scenario=self.scenario, server=self.server_name,
+                 tasks=len(self._tasks), tools=len(probe.tools))
+
+    def _log_as(self, name: str) -> None:
+        if self.launch is not None:
+            self.launch.adopt(self.log_name, name)
+        self.log_name = name
+
+    def _start_failure(self, exc: WorldError) -> str:
+        line = f"--worlds {self.name}: cannot open an MCP session: {exc}"
+        if self.launch is None:
+            return line
+        path = self.launch.log_path(self.scenario)
+        tail = self.launch.tail(self.scenario)
+        said = f"the server's last lines on stderr ({path}):\n{tail}" if tail else f"its stderr is empty ({path})"
+        return f"{line}\n{said}"
 
     async def open(self, task: Task, *, episode_id: str) -> McpSession:
-        session = await retried("open", self.options.attempts, self.options, lambda: McpSession.start(self, episode_id))
+        session = await self._spares.take()
+        if session is None:
+            session = await retried("open", self.options.attempts, self.options,
+                                    lambda: McpSession.start(self, episode_id))
+        session.episode_id = episode_id
         session.task = task
         return session
 
     @contextlib.asynccontextmanager
-    async def client(self) -> AsyncIterator[Any]:
+    async def client(self, episode_dir: Path | None = None) -> AsyncIterator[Any]:
         """A connected, initialised MCP ClientSession (must be used within one task)."""
         mcp = _mcp()
         timeout = timedelta(seconds=self.options.tool_timeout_s + 15.0)
-        if self.url is not None:
+        if self.launch is None:
             from mcp.client.streamable_http import streamable_http_client
 
+            assert self.url is not None
             async with streamable_http_client(self.url) as (read, write, _), \
                     mcp.ClientSession(read, write, read_timeout_seconds=timeout) as session:
-                await session.initialize()
+                self._learn(await session.initialize())
                 yield session
         else:
             from mcp.client.stdio import StdioServerParameters, stdio_client
 
-            params = StdioServerParameters(command=self.argv[0], args=self.argv[1:])
-            async with stdio_client(params, errlog=self._errlog()) as (read, write), \
+            command, args, env = self.launch.params(episode_dir)
+            params = StdioServerParameters(command=command, args=args, env=env)
+            async with stdio_client(params, errlog=self.launch.errlog(self.log_name)) as (read, write), \
                     mcp.ClientSession(read, write, read_timeout_seconds=timeout) as session:
-                await session.initialize()
+                self._learn(await session.initialize())
                 yield session
 
-    def _errlog(self) -> TextIO:
-        """Where stdio servers' stderr goes (not the terminal, which holds the live view): one file a world."""
-        if self._stderr is None:
-            path = Path(tempfile.gettempdir()) / f"awm-mcp-stdio-{os.getpid()}.log"
-            self._stderr = open(path, "a", encoding="utf-8")  # noqa: SIM115 - closed by aclose()
-            log.info("mcp_stdio_stderr", world=self.name, path=str(path))
-        return self._stderr
+    def _learn(self, init: Any) -> None:
+        info = getattr(init, "serverInfo", None)
+        if not self.server_name and info is not None:
+            self.server_name = str(getattr(info, "name", "") or "")
 
     async def aclose(self) -> None:
-        if self._stderr is not None:
-            self._stderr.close()
-            self._stderr = None
+        await self._spares.aclose()
+        if self.launch is not None:
+            self.launch.close()
 
 
 class McpSession:
@@ -135,14 +182,22 @@ class McpSession:
             asyncio.Queue()
         self._runner: asyncio.Task[None] | None = None
         self._failed: WorldError | None = None
+        self.episode_dir: Path | None = None
 
     @property
     def tools(self) -> Sequence[ToolSpec]:
         return self._tools
 
+    @property
+    def alive(self) -> bool:
+        """Whether the session still holds a working connection to its server."""
+        return self._failed is None and self._runner is not None and not self._runner.done()
+
     @classmethod
     async def start(cls, world: McpWorld, episode_id: str) -> McpSession:
         self = cls(world, episode_id)
+        if world.launch is not None:
+            self.episode_dir = await asyncio.to_thread(world.launch.episode_dir, episode_id)
         ready: asyncio.Future[list[ToolSpec]] = asyncio.get_running_loop().create_future()
         self._runner = asyncio.create_task(self._run(ready), name=f"mcp-session-{episode_id}")
         try:
@@ -155,11 +210,12 @@ class McpSession:
 
     async def _run(self, ready: asyncio.Future[list[ToolSpec]]) -> None:
         try:
-            async with self.world.client() as session:
+            async with self.world.client(self.episode_dir) as session:
                 listing = await session.list_tools()
-                ready.set_result([ToolSpec(name=t.name, description=t.description or "",
-                                           input_schema=dict(t.inputSchema or {"type": "object", "properties": {}}))
-                                  for t in listing.tools])
+                tools = [ToolSpec(name=t.name, description=t.description or "",
+                                  input_schema=dict(t.inputSchema or {"type": "object", "properties": {}}))
+                         for t in listing.tools]
+                ready.set_result(await self._reset(session, tools))
                 while (job := await self._jobs.get()) is not None:
                     fn, done = job
                     try:
@@ -176,6 +232,19 @@ class McpSession:
                 if job is not None and not job[1].done():
                     job[1].set_exception(error)
             self._failed = error
+
+    async def _reset(self, session: Any, tools: list[ToolSpec]) -> list[ToolSpec]:
+        """--world-reset-tool: call the server's reset tool before the episode, and keep it from the agent."""
+        name = self.world.options.reset_tool
+        if not name or self.episode_id == PROBE:
+            return [t for t in tools if t.name != name] if name else tools
+        if not any(t.name == name for t in tools):
+            raise WorldError(f"the server has no tool {name!r} (--world-reset-tool)")
+        result = await session.call_tool(name, {})
+        if result.isError:
+            text = " ".join(getattr(c, "text", "") or "" for c in result.content)[:300]
+            raise WorldError(f"reset tool {name!r} failed: {text}")
+        return [t for t in tools if t.name != name]
 
     async def _do(self, fn: Callable[[Any], Awaitable[T]], what: str) -> T:
         if self._failed is not None or self._runner is None or self._runner.done():
@@ -211,16 +280,24 @@ class McpSession:
         judge = self.world.judge
         if judge is None:
             return Verdict(result="no_verifier", mode="none")
-        from awm_runtime.verifiers import Criteria
+        from awm_runtime.verifiers import classify_trajectory
 
         task = self.task.text if self.task is not None else ""
-        return await judge.classify(task=task, messages=messages, evidence=NO_EVIDENCE, criteria=Criteria(),
-                                    final_answer=final_answer)
+        criteria = self.world.criteria.get(self.task.key, Criteria()) if self.task is not None else Criteria()
+        return await classify_trajectory(judge, task=task, messages=messages, criteria=criteria,
+                                         final_answer=final_answer)
 
     async def close(self) -> None:
         runner, self._runner = self._runner, None
         if runner is None:
             return
+        try:
+            await self._stop(runner)
+        finally:
+            if self.episode_dir is not None and self.world.launch is not None:
+                await asyncio.to_thread(self.world.launch.drop, self.episode_dir)
+
+    async def _stop(self, runner: asyncio.Task[None]) -> None:
         await self._jobs.put(None)
         try:
             await asyncio.wait_for(asyncio.shield(runner), 10)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -131,14 +132,16 @@ async def test_an_unknown_server_estimates_and_takes_the_alias_window() -> None:
 
 
 async def test_native_probe_by_completions_sees_dropped_and_refused_tools() -> None:
-    def drops_tools(request: dict[str, Any]) -> Reply:  # a template without tool support bills the same prompt
-        return Reply(content="ok", usage={"prompt_tokens": 36, "completion_tokens": 1, "total_tokens": 37})
+    def drops_tools(request: dict[str, Any]) -> Reply:  # a template without tool support bills only the messages
+        words = sum(len(str(m.get("content") or "")) for m in request["messages"]) // 4
+        return Reply(content="ok", usage={"prompt_tokens": words, "completion_tokens": 1, "total_tokens": words + 1})
 
     def refuses_tools(request: dict[str, Any]) -> Reply:  # llama-server run with --no-jinja, verbatim
         if request.get("tools"):
             return Reply.error(500, "tools param requires --jinja flag")
         return Reply(content="ok")
 
+    quick = {"backoff_s": 0.01}  # the 500 is retried under the alias's policy before it counts as an answer
     async with httpx.AsyncClient(timeout=10) as client:
         with FakeOpenAI(key=KEY, models=("smollm2",)) as honest:
             facts = await read_facts(cfg(honest.url), client)
@@ -149,6 +152,46 @@ async def test_native_probe_by_completions_sees_dropped_and_refused_tools() -> N
         with FakeOpenAI(key=KEY, models=("smollm2",), responder=drops_tools) as dropping:
             dropped = await tools_problem(cfg(dropping.url), facts, client, completions=True)
         with FakeOpenAI(key=KEY, models=("smollm2",), responder=refuses_tools) as refusing:
-            refused = await tools_problem(cfg(refusing.url), facts, client, completions=True)
-    assert dropped is not None and "36 with and without" in dropped
+            refused = await tools_problem(cfg(refusing.url, **quick), facts, client, completions=True)
+    assert dropped is not None and "with and without it" in dropped and "drops tools" in dropped
     assert refused is not None and "HTTP 500" in refused and "--jinja" in refused
+    assert len(refusing.requests) == 2 + 4  # the plain request, and the tool request with its 4 retries
+
+
+async def test_a_constant_prompt_token_count_is_not_dropped_tools() -> None:
+    """A server that bills the same prompt whatever it is sent cannot tell us anything: not a refusal."""
+    def constant(request: dict[str, Any]) -> Reply:
+        return Reply(content="ok", usage={"prompt_tokens": 36, "completion_tokens": 1, "total_tokens": 37})
+
+    with FakeOpenAI(key=KEY, models=("smollm2",), responder=constant) as server:
+        async with httpx.AsyncClient(timeout=10) as client:
+            facts = await read_facts(cfg(server.url), client)
+            assert await tools_problem(cfg(server.url), facts, client, completions=True) is None
+    assert len(server.requests) == 3  # with and without the tool, and a longer prompt as the control
+
+
+async def test_the_native_probe_waits_out_rate_limits_and_never_refuses_on_them() -> None:
+    """429 on every third request (Retry-After honoured): the probe retries and decides from real answers;
+    an endpoint that only ever says 429 is `could not tell`, not a refusal."""
+    seen: list[float] = []
+
+    def every_third(request: dict[str, Any]) -> Reply:
+        seen.append(time.monotonic())
+        if len(seen) % 3 == 0:
+            return Reply.error(429, "rate limit reached", retry_after="0.2")
+        return Reply(content="ok", usage={"prompt_tokens": len(json.dumps(request)) // 4, "completion_tokens": 1,
+                                          "total_tokens": 1})
+
+    def always_429(request: dict[str, Any]) -> Reply:
+        return Reply.error(429, "rate limit reached", retry_after="0")
+
+    async with httpx.AsyncClient(timeout=10) as client:
+        with FakeOpenAI(key=KEY, models=("smollm2",), responder=every_third) as limited:
+            facts = await read_facts(cfg(limited.url), client)
+            for _ in range(3):  # whichever request of the probe gets the 429
+                assert await tools_problem(cfg(limited.url), facts, client, completions=True) is None
+        with FakeOpenAI(key=KEY, models=("smollm2",), responder=always_429) as hopeless:
+            assert await tools_problem(cfg(hopeless.url, retries={"rate_limit": 2}), facts, client,
+                                       completions=True) is None
+    assert len(seen) >= 7
+    assert len(hopeless.requests) == 2 * 3  # two probe requests, each tried 1 + 2 times

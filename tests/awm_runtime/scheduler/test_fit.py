@@ -67,10 +67,14 @@ async def test_an_estimate_refuses_only_with_a_window_from_the_alias(tmp_path: P
     assert "8,192-token context window of 'served' (the alias's context_window)" in lines[0]
 
 
+def drops_tools(request: dict[str, Any]) -> Reply:
+    """A chat template without tool support: the prompt billed is the messages' alone, whatever the tools."""
+    tokens = 16 + sum(len(str(m.get("content") or "")) for m in request["messages"]) // 4
+    return Reply(content="OK", usage={"prompt_tokens": tokens, "completion_tokens": 1, "total_tokens": tokens + 1})
+
+
 async def test_native_tools_that_never_reach_the_model_are_refused_suggesting_hermes(tmp_path: Path,
                                                                                       tiny_dir: Path) -> None:
-    def drops_tools(request: dict[str, Any]) -> Reply:
-        return Reply(content="OK", usage={"prompt_tokens": 20, "completion_tokens": 1, "total_tokens": 21})
 
     with FakeOpenAI(key=KEY, models=("served",), responder=drops_tools) as s:
         lines = await expect_refusal(config(tmp_path, s.url, tiny_dir, alias_protocol="native"))
@@ -99,8 +103,6 @@ async def test_remote_worlds_get_the_native_check_but_no_fit(tmp_path: Path) -> 
                       "@mcp.tool()\ndef echo(text: str) -> str:\n    return text\nmcp.run()\n")
     worlds = f"mcp+stdio:{sys.executable} {script}"
 
-    def drops_tools(request: dict[str, Any]) -> Reply:
-        return Reply(content="OK", usage={"prompt_tokens": 20, "completion_tokens": 1, "total_tokens": 21})
 
     with FakeOpenAI(key=KEY, models=("served",), responder=drops_tools, max_model_len=16) as s:
         prep = await prepare(config(tmp_path, s.url, worlds, tasks_file=tasks))

@@ -57,6 +57,20 @@ async def test_each_mcp_session_is_its_own_episode(builtin_world: Any) -> None:
         assert not list(builtin_world.workdir.glob("*/episodes/ep-*.db"))
 
 
+async def test_the_inspector_style_url_is_the_same_endpoint(builtin_world: Any) -> None:
+    """`/<scenario>/mcp`: clients that find streamable HTTP by a trailing /mcp (the MCP Inspector) reach it."""
+    async with running(builtin_world, mcp=True) as served:
+        async with mcp_session(f"{served.url}/shopfront_commerce/mcp") as session:
+            init_tools = {t.name for t in (await session.list_tools()).tools}
+            assert "list_coupons" in init_tools
+            assert json.loads(text(await session.call_tool("list_coupons", {}))) is not None
+            assert served.hub.active == 1
+        async with httpx.AsyncClient() as http:
+            reply = await http.post(f"{served.url}/atlantis/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
+            assert reply.status_code == 404
+        assert await until(lambda: served.hub.active == 0)
+
+
 async def test_unknown_scenarios_answer_404(builtin_world: Any) -> None:
     async with running(builtin_world, mcp=True) as served, httpx.AsyncClient() as http:
         reply = await http.post(f"{served.url}/mcp/atlantis", json={"jsonrpc": "2.0", "id": 1, "method": "ping"})

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from awm_runtime._errors import ConfigError
+from awm_runtime.verifiers import Criteria
 from awm_runtime.worlds.remote import read_tasks_file
 
 
@@ -21,9 +22,24 @@ def test_ids_key_tasks_when_they_name_a_scenario_and_index(tmp_path: Path) -> No
     path = write(tmp_path, {"task": "A", "id": "Shopfront Commerce/3"}, {"task": "B", "id": "e_commerce_33:0"},
                  "", {"task": "C", "id": "ticket-881"}, {"task": "D"})
     tasks = read_tasks_file(path, "shop")
-    assert [(t.key, t.text, t.scenario_title) for t in tasks] == [
-        (("shopfront_commerce", 3), "A", "Shopfront Commerce/3"), (("e_commerce_33", 0), "B", "e_commerce_33:0"),
-        (("shop", 2), "C", "ticket-881"), (("shop", 3), "D", "shop")]
+    assert [(t.key, t.text, t.scenario_title, t.kind) for t in tasks] == [
+        (("shopfront_commerce", 3), "A", "shopfront_commerce", "app"),
+        (("e_commerce_33", 0), "B", "e_commerce_33", "app"),
+        (("shop", 2), "C", "shop", "app"), (("shop", 3), "D", "shop", "app")]
+    # An MCP world names itself in prompts (the server's name), never after a task's id.
+    named = read_tasks_file(path, "shop", title="Shop Server", kind="mcp")
+    assert {(t.scenario_title, t.kind) for t in named} == {("Shop Server", "mcp")}
+
+
+def test_success_and_failure_criteria_are_read_for_the_judge(tmp_path: Path) -> None:
+    path = write(tmp_path, {"task": "A", "success_criteria": "a is done", "failure_criteria": ["b", " "]},
+                 {"task": "B"})
+    criteria: dict[tuple[str, int], Criteria] = {}
+    read_tasks_file(path, "s", criteria=criteria)
+    assert criteria == {("s", 0): Criteria(success=("a is done",), failure=("b",))}
+    bad = write(tmp_path, {"task": "A", "success_criteria": {"not": "a list"}})
+    with pytest.raises(ConfigError, match=r'tasks.jsonl:1: "success_criteria" must be a string or a list of strings'):
+        read_tasks_file(bad, "s", criteria={})
 
 
 @pytest.mark.parametrize(("rows", "message"), [
