@@ -13,6 +13,7 @@ import asyncio
 import copy
 import hashlib
 import os
+import shutil
 import time
 from collections import Counter
 from collections.abc import Sequence
@@ -204,8 +205,6 @@ class Checkpointer:
                         rng={"kind": "seed_and_turn", "seed": ep.spec.seed, "turn": ep.turn - 1})
         db = _db_of(session)
         if db is not None:
-            from awm_runtime.worlds._world import clone_file
-
             target = directory / f"turn-{cp.turn}.db"
             target.unlink(missing_ok=True)
             digest = sha256_file(db)  # no call in flight: the file is consistent
@@ -213,7 +212,7 @@ class Checkpointer:
                 os.link(self._last_db[0], target)  # unchanged since the last checkpoint: no new bytes
                 new = 0
             else:
-                clone_file(db, target, db.stat().st_size)
+                shutil.copyfile(db, target)  # in-kernel (sendfile) on Linux
                 new = target.stat().st_size
             self._last_db = (target, digest)
             cp.world = {"kind": "db", "file": target.name, "sha256": digest, "bytes": target.stat().st_size,
@@ -300,10 +299,8 @@ async def restore_world(cp: Checkpoint, cp_path: Path, session: Any) -> str | No
         source = cp_path.parent / str(cp.world["file"])
 
         def copy_db() -> str:
-            from awm_runtime.worlds._world import clone_file
-
             db.unlink(missing_ok=True)
-            clone_file(source, db, source.stat().st_size)
+            shutil.copyfile(source, db)  # in-kernel (sendfile) on Linux
             return sha256_file(db)
 
         digest = await asyncio.to_thread(copy_db)

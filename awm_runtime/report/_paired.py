@@ -191,9 +191,8 @@ class PairedStats:
         res: dict[str, list[tuple[str, float]]] = {a: [], b: []}
         for cell in self._cells.values():
             for arm in (a, b):
-                if arm in cell:
-                    if cell[arm][0] != "unverified":  # nothing judged it: in neither view
-                        res[arm].append(cell[arm])
+                if arm in cell and cell[arm][0] != "unverified":  # nothing judged it: in neither view
+                    res[arm].append(cell[arm])
         acc = {arm: [(o, r) for o, r in v if o != "error"] for arm, v in res.items()}
         k = {arm: sum(o == "complete" for o, _ in v) for arm, v in acc.items()}
         n = {arm: len(v) for arm, v in acc.items()}
