@@ -202,7 +202,8 @@ async def run(config: RunConfig, *, sinks: Sequence[Sink] = (), prepared: Prepar
         warnings = judge_warnings(summary)
         if warnings:
             summary["warnings"] = warnings
-        if summary["not_run"] > 0 and not control.stop_requested:
+        planned_stop = watch is not None and watch.reason is not None  # a decision or a budget ended the feed
+        if summary["not_run"] > 0 and not control.stop_requested and not planned_stop:
             missing = await must_finish(asyncio.to_thread(_unrecorded, out, prep, handed))
             summary.update(unrecorded_count=len(missing), unrecorded=[list(k) for k in missing[:UNRECORDED_SHOWN]])
             log.error("episodes_unrecorded", count=len(missing), keys=summary["unrecorded"],

@@ -68,8 +68,10 @@ def test_awm_run_plays_content_platform_1_and_an_unverifiable_task_runs_unverifi
     assert proc.returncode == 0, proc.stderr
     recs = {r["task_idx"]: r for r in records(out)}
     assert set(recs) == {0, 1} and all(r["scenario"] == "content_platform_1" for r in recs.values())
-    # Unverified episodes cannot be scored: they leave the statistics (error/judge_error), never the agent's.
-    assert all(r["verdict"] == "no_verifier" and r["end_reason"] == "judge_error" for r in recs.values())
+    # Unverified episodes cannot be scored: they leave the statistics as `unverified`, neither the agent's
+    # failure nor an infrastructure error (issue 25).
+    assert all(r["verdict"] == "no_verifier" and r["outcome"] == "unverified" and r["end_reason"] == "no_verifier"
+               for r in recs.values())
     assert recs[0]["tool_calls"] == 1 and recs[0]["tool_errors"] == 0 and recs[1]["tool_calls"] == 0
     result = next(m for m in recs[0]["messages"] if m["role"] == "tool")
     assert "Kurzgesagt" in result["content"]

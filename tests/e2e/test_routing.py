@@ -147,8 +147,9 @@ def test_exhausted_retries_are_errors_never_incomplete(tmp_path: Path) -> None:
     summary = json.loads((out / "summary.json").read_text())["arms"]["main"]
     assert summary["outcomes"] == {"error": 4} and summary["accountable_episodes"] == 0
     assert summary["error_classes"] == {"ModelError.server": 4}
-    # the preflight's test completion and its two native-tools probes, then 3 attempts per episode
-    assert len(server.requests) == 1 + 2 + 4 * 3
+    # the preflight's test completion, its two native-tools probes (each retried through 5xx under the
+    # alias's policy: 3 attempts each), then 3 attempts per episode
+    assert len(server.requests) == 1 + 2 * 3 + 4 * 3
 
 
 def test_a_key_echoed_back_by_the_server_is_redacted_everywhere(tmp_path: Path) -> None:
