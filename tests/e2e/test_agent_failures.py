@@ -24,6 +24,7 @@ import pytest
 from awm_runtime.testing import FakeOpenAI, Reply
 from awm_runtime.testing._server import completion_body, prompt_tokens
 from tests.e2e.test_hostile import USER, _as_user, _ensure_user
+from tests.e2e.test_outcomes_run import LABEL_IS_DONE, LABELS_APP
 
 KEY = "agent-owns-key-0025"
 RUN = "from awm_runtime.cli import run_main; raise SystemExit(run_main())"
@@ -187,51 +188,12 @@ def test_an_mcp_world_without_a_judge_is_unverified_never_an_error(user: str | N
     assert proc.stderr.count("an MCP world has no verifier: without --judge every verdict is no_verifier") == 1
 
 
-CRASHY_APP = '''
-import os
-from fastapi import Body, FastAPI
-from pydantic import BaseModel
-from sqlalchemy import Column, Integer, String, create_engine
-from sqlalchemy.orm import declarative_base, sessionmaker
-
-engine = create_engine(os.getenv("DATABASE_PATH", "sqlite:///labels.db"), connect_args={"check_same_thread": False})
-SessionLocal = sessionmaker(bind=engine)
-Base = declarative_base()
-app = FastAPI(title="Labels")
-
-
-class Item(Base):
-    __tablename__ = "items"
-    id = Column(Integer, primary_key=True)
-    label = Column(String, nullable=True)
-
-
-class LabelIn(BaseModel):
-    item_id: int
-    label: str
-
-
-class Done(BaseModel):
-    ok: bool
-
-
-@app.post("/labels", operation_id="set_label", summary="Set an item's label", description="Set a label.",
-          tags=["items"], response_model=Done)
-async def set_label(body: LabelIn = Body(...)):
-    with SessionLocal() as s, s.begin():
-        s.get(Item, body.item_id).label = body.label
-    return Done(ok=True)
-
-
+# test_outcomes_run's labels app, with a route that kills its worker in place of the delete route.
+CRASHY_APP = LABELS_APP[:LABELS_APP.index("@app.delete(")] + '''
 @app.post("/reindex", operation_id="reindex", summary="Reindex", description="Rebuild the index.",
           tags=["items"], response_model=Done)
 async def reindex():
     os._exit(3)  # the world's own bug: its worker dies
-'''
-LABEL_IS_DONE = '''def verify_task_completion(initial_db_path, final_db_path):
-    import sqlite3
-    label = sqlite3.connect(final_db_path).execute("SELECT label FROM items WHERE id = 1").fetchone()[0]
-    return {"result": "complete" if label == "done" else "others"}
 '''
 
 
