@@ -6,11 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import math
-import os
-import shutil
-import sqlite3
-import tempfile
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,27 +18,13 @@ from awm_runtime.isolation import decode
 from awm_runtime.isolation._frames import HEADER
 from awm_runtime.verifiers import Sandbox
 from awm_runtime.verifiers._fork_server import _Child, reply_frame
+from tests.awm_runtime.verifiers.conftest import readonly_db
 
 
 @pytest.fixture
 def db() -> Iterator[Path]:
-    root = Path(tempfile.mkdtemp(prefix="awm-fuzz-", dir="/dev/shm" if os.access("/dev/shm", os.W_OK) else None))
-    root.chmod(0o711)
-    path = root / "final.db"
-    conn = sqlite3.connect(path)
-    conn.execute("CREATE TABLE t (id INTEGER)")
-    conn.commit()
-    conn.close()
-    path.chmod(0o444)
-    yield path
-    shutil.rmtree(root, ignore_errors=True)
-
-
-@pytest.fixture
-async def sandbox() -> AsyncIterator[Sandbox]:
-    box = Sandbox(memory_mb=256)
-    yield box
-    await box.aclose()
+    with readonly_db("awm-fuzz-", "CREATE TABLE t (id INTEGER)") as path:
+        yield path
 
 
 def _frame(buf: bytes, killed: str = "") -> dict[str, Any]:

@@ -4,40 +4,24 @@ from __future__ import annotations
 
 import asyncio
 import os
-import shutil
 import sqlite3
 import subprocess
 import sys
 import tempfile
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from awm_runtime.verifiers import Sandbox
+from tests.awm_runtime.verifiers.conftest import readonly_db
 
 
 @pytest.fixture
 def db() -> Iterator[Path]:
     """A DB where the sandbox (nobody, when tests run as root) can read it, read-only as in a world."""
-    root = Path(tempfile.mkdtemp(prefix="awm-sbx-", dir="/dev/shm" if os.access("/dev/shm", os.W_OK) else None))
-    root.chmod(0o711)
-    path = root / "final.db"
-    conn = sqlite3.connect(path)
-    conn.execute("CREATE TABLE t (a INTEGER)")
-    conn.execute("INSERT INTO t VALUES (1), (2)")
-    conn.commit()
-    conn.close()
-    path.chmod(0o444)
-    yield path
-    shutil.rmtree(root, ignore_errors=True)
-
-
-@pytest.fixture
-async def sandbox() -> AsyncIterator[Sandbox]:
-    box = Sandbox(memory_mb=256)
-    yield box
-    await box.aclose()
+    with readonly_db("awm-sbx-", "CREATE TABLE t (a INTEGER)", "INSERT INTO t VALUES (1), (2)") as path:
+        yield path
 
 
 async def run(box: Sandbox, body: str, db: Path, *, timeout_s: float = 10.0, cpu_s: float | None = None) -> tuple:

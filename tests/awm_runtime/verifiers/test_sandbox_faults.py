@@ -4,38 +4,20 @@ code, or the sandbox. The verdict and the episode's outcome follow from it (docs
 from __future__ import annotations
 
 import os
-import shutil
-import sqlite3
-import tempfile
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from awm_runtime.verifiers import Sandbox
+from tests.awm_runtime.verifiers.conftest import readonly_db
 
 
 @pytest.fixture
 def db() -> Iterator[Path]:
     """A DB an agent broke: it dropped the `t` table and wrote a NULL name into `u`."""
-    root = Path(tempfile.mkdtemp(prefix="awm-fault-", dir="/dev/shm" if os.access("/dev/shm", os.W_OK) else None))
-    root.chmod(0o711)
-    path = root / "final.db"
-    conn = sqlite3.connect(path)
-    conn.execute("CREATE TABLE u (id INTEGER, name TEXT)")
-    conn.execute("INSERT INTO u VALUES (1, NULL)")
-    conn.commit()
-    conn.close()
-    path.chmod(0o444)
-    yield path
-    shutil.rmtree(root, ignore_errors=True)
-
-
-@pytest.fixture
-async def sandbox() -> AsyncIterator[Sandbox]:
-    box = Sandbox(memory_mb=256)
-    yield box
-    await box.aclose()
+    with readonly_db("awm-fault-", "CREATE TABLE u (id INTEGER, name TEXT)", "INSERT INTO u VALUES (1, NULL)") as path:
+        yield path
 
 
 FUNCTION = "def verify_x(final_db_path):\n    import sqlite3\n    c = sqlite3.connect(final_db_path)\n"
