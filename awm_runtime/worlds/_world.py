@@ -126,17 +126,22 @@ def read_template(path: Path, size: int, digest: bytes | None = None) -> bytes:
     return data
 
 
+def write_new(path: Path | str, data: bytes, mode: int, flags: int = 0) -> None:
+    """Write `data` to a file that must not exist yet (O_EXCL), with `mode`."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | flags, mode)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+    finally:
+        os.close(fd)
+
+
 def clone_checked(src: Path, dst: Path | str, size: int, digest: bytes) -> None:
     """Copy the pristine template to `dst` after checking its hash: the bytes checked are the bytes written."""
     data = read_template(src, size, digest)
     try:
-        fd = os.open(dst, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view):]
-        finally:
-            os.close(fd)
+        write_new(dst, data, 0o644)
     except OSError as exc:
         if isinstance(exc, FileExistsError):
             raise
@@ -326,13 +331,7 @@ class AwmWorld:
         pristine = folder / f"{scenario_id}.db"
         pristine.unlink(missing_ok=True)
         data = read_template(built, os.stat(built, follow_symlinks=False).st_size)
-        fd = os.open(pristine, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o444)
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view):]
-        finally:
-            os.close(fd)
+        write_new(pristine, data, 0o444, os.O_NOFOLLOW)
         built.unlink(missing_ok=True)
         return pristine, len(data), hashlib.sha256(data).digest()
 
