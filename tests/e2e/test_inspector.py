@@ -11,20 +11,13 @@ from collections.abc import Iterator
 import pytest
 
 from tests.e2e.mcp_tools import npm_tool
-from tests.e2e.test_serve import start_serve
+from tests.e2e.test_serve import serving
 
 
 @pytest.fixture(scope="module")
 def served() -> Iterator[str]:
-    proc, url = start_serve("--mcp")
-    try:
+    with serving("--mcp") as url:
         yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
 
 
 def inspector(*args: str) -> dict:

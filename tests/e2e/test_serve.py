@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -32,9 +33,10 @@ def start_serve(*args: str) -> tuple[subprocess.Popen[str], str]:
     return proc, url
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[str]:
-    proc, url = start_serve("--mcp")
+@contextlib.contextmanager
+def serving(*args: str) -> Iterator[str]:
+    """awm-serve with `args` for the duration of the block: its base URL; stopped afterwards."""
+    proc, url = start_serve(*args)
     try:
         yield url
     finally:
@@ -43,6 +45,12 @@ def server() -> Iterator[str]:
             proc.wait(30)
         except subprocess.TimeoutExpired:
             proc.kill()
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[str]:
+    with serving("--mcp") as url:
+        yield url
 
 
 def test_the_oracle_completes_every_task_over_openenv(server: str, tmp_path: Path) -> None:
