@@ -1,7 +1,8 @@
 """The episode loop, embeddable in any asyncio application."""
 
 from awm_runtime.episode._advice import reference_plan, summarize_trajectory
-from awm_runtime.episode._checkpoint import Checkpoint, Checkpointer, load_checkpoint
+from awm_runtime.episode._checkpoint import Checkpoint, load_checkpoint
+from awm_runtime.episode._checkpoint_store import Checkpointer
 from awm_runtime.episode._fork import fork_episode
 from awm_runtime.episode._loop import EpisodeLimits, ExpertBudget, Harness, offered_tools, run_episode
 from awm_runtime.episode._tools import ASK_EXPERT, ask_expert_spec, tool_listing

@@ -10,17 +10,13 @@ session. Files: `<run>/checkpoints/<episode_id>/turn-<k>.json` (+ `.db`), `turn`
 from __future__ import annotations
 
 import asyncio
-import copy
 import hashlib
-import os
 import shutil
-import time
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-import orjson
 import structlog
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -45,7 +41,7 @@ from awm_runtime.episode._state import EpisodeState
 
 log = structlog.get_logger("awm_runtime.episode")
 CHECKPOINTS = "checkpoints"
-INDEX = "index.jsonl"  # one line per checkpoint saved, appended after its files are in place
+INDEX = "index.jsonl"  # one line per checkpoint saved, appended after its files are in place (_checkpoint_store)
 CheckpointMode = Literal["none", "asks", "every"]
 FORMAT_VERSION = 1
 
@@ -110,11 +106,11 @@ def sha256_file(path: Path) -> str:
     return h.hexdigest()
 
 
-def _preceding(last_action: str) -> str:
+def preceding_of(last_action: str) -> str:
     return last_action if last_action in ("tool_error", "format_error") else "nothing"
 
 
-def _counters(ep: EpisodeState) -> dict[str, Any]:
+def counters_of(ep: EpisodeState) -> dict[str, Any]:
     return {"tool_calls": ep.tool_calls, "tool_errors": ep.tool_errors, "format_errors": dict(ep.format_errors),
             "expert_calls": ep.expert_calls, "expert_denied": ep.expert_denied,
             "expert_answers": [a.model_dump() for a in ep.expert_answers],
@@ -165,125 +161,9 @@ class RecordingSession:
         await self.inner.close()
 
 
-def _db_of(session: Any) -> Path | None:
+def db_of(session: Any) -> Path | None:
     db = getattr(session, "db", None)
     return db if isinstance(db, Path) else None
-
-
-class Checkpointer:
-    """Saves an episode's checkpoints: before every turn (`every`), or before each turn in which the agent
-    asked the expert or was nudged (`asks`: taken before every turn, kept only if the turn asked or nudged)."""
-
-    def __init__(self, root: Path, mode: CheckpointMode, arm: dict[str, Any]) -> None:
-        self.root = root
-        self.mode = mode
-        self.arm = arm
-        self.count = 0
-        self.bytes = 0
-        self.seconds = 0.0  # time spent capturing and writing (in worker threads; queueing excluded)
-        self.captures = 0  # states captured: every turn; `asks` keeps only some of them
-        self._last_capture_ms = 0.0
-        self._last_db: tuple[Path, str] | None = None  # the latest DB copy and its hash: an unchanged DB is linked
-        self._pending: tuple[Checkpoint, Path | None] | None = None
-
-    def _capture(self, ep: EpisodeState, session: Any) -> tuple[Checkpoint, Path | None]:
-        started = time.perf_counter()
-        try:
-            return self._capture_now(ep, session)
-        finally:
-            self.seconds += time.perf_counter() - started
-            self.captures += 1
-
-    def _capture_now(self, ep: EpisodeState, session: Any) -> tuple[Checkpoint, Path | None]:
-        directory = self.root / ep.episode_id
-        directory.mkdir(parents=True, exist_ok=True)
-        cp = Checkpoint(run_id=ep.run_id, episode_id=ep.episode_id, spec=ep.spec, task=ep.task, arm=self.arm,
-                        policy=ep.policy, expert=ep.expert, turn=ep.turn - 1, preceding=_preceding(ep.last_action),
-                        messages=list(ep.messages), tools=[t.name for t in ep.tools or ()],
-                        counters=copy.deepcopy(_counters(ep)),
-                        usage={k: v.model_copy() for k, v in ep.usage.items()}, seed=ep.spec.seed,
-                        rng={"kind": "seed_and_turn", "seed": ep.spec.seed, "turn": ep.turn - 1})
-        db = _db_of(session)
-        if db is not None:
-            target = directory / f"turn-{cp.turn}.db"
-            target.unlink(missing_ok=True)
-            digest = sha256_file(db)  # no call in flight: the file is consistent
-            if self._last_db is not None and self._last_db[1] == digest and self._last_db[0].exists():
-                os.link(self._last_db[0], target)  # unchanged since the last checkpoint: no new bytes
-                new = 0
-            else:
-                shutil.copyfile(db, target)  # in-kernel (sendfile) on Linux
-                new = target.stat().st_size
-            self._last_db = (target, digest)
-            cp.world = {"kind": "db", "file": target.name, "sha256": digest, "bytes": target.stat().st_size,
-                        "new_bytes": new}
-            return cp, target
-        if isinstance(session, RecordingSession):
-            cp.world = {"kind": "replay", "calls": [c.model_dump() for c in session.calls]}
-        else:
-            cp.world = {"kind": "none"}
-        return cp, None
-
-    def _write(self, cp: Checkpoint, db: Path | None) -> None:
-        started = time.perf_counter()
-        path = self.root / cp.episode_id / f"{cp.path_stem}.json"
-        cp.saved_at = time.time()
-        cp.save_ms = round((time.perf_counter() - started) * 1000 + self._last_capture_ms, 3)
-        db_bytes = int(cp.world.get("new_bytes", 0))  # a DB linked to the previous checkpoint's costs nothing
-        body = b""
-        for _ in range(3):  # the file states its own size: settle the number of digits
-            body = cp.model_dump_json().encode()
-            if cp.bytes == len(body) + db_bytes:
-                break
-            cp.bytes = len(body) + db_bytes
-        tmp = path.with_suffix(".json.tmp")
-        tmp.write_bytes(body)
-        os.replace(tmp, path)  # a reader never sees half a checkpoint
-        entry = {"episode_id": cp.episode_id, "turn": cp.turn, "path": f"{cp.episode_id}/{path.name}",
-                 "why": cp.why, "preceding": cp.preceding, "arm": cp.spec.arm, "scenario": cp.task.scenario,
-                 "task_idx": cp.task.task_idx, "repeat": cp.spec.repeat, "seed": cp.seed, "bytes": cp.bytes,
-                 "saved_at": cp.saved_at, "resumed": cp.spec.fork is not None}
-        with (self.root / INDEX).open("ab") as f:  # one short write in append mode: shards may share the file
-            f.write(orjson.dumps(entry) + b"\n")
-        self.count += 1
-        self.bytes += cp.bytes
-        self.seconds += time.perf_counter() - started
-
-    async def before_turn(self, ep: EpisodeState, session: Any) -> None:
-        if isinstance(session, RecordingSession):
-            session.turn = ep.turn
-        before = self.seconds
-        cp, db = await asyncio.to_thread(self._capture, ep, session)
-        self._last_capture_ms = (self.seconds - before) * 1000
-        if self.mode == "every":
-            cp.why = ["every"]
-            await asyncio.to_thread(self._write, cp, db)
-            self._pending = None
-        else:
-            self._pending = (cp, db)
-
-    async def after_turn(self, ep: EpisodeState) -> None:
-        if self._pending is None:
-            return
-        cp, db = self._pending
-        self._pending = None
-        why = ["asked"] if ep.last_action == "ask_expert" else []
-        if ep.nudge_log and ep.nudge_log[-1].turn == ep.turn:
-            why.append("nudged")
-        if why:
-            cp.why = why
-            await asyncio.to_thread(self._write, cp, db)
-        elif db is not None:
-            db.unlink(missing_ok=True)
-
-    def discard(self) -> None:
-        if self._pending is not None and self._pending[1] is not None:
-            self._pending[1].unlink(missing_ok=True)
-        self._pending = None
-
-    def summary(self) -> dict[str, Any]:
-        return {"mode": self.mode, "count": self.count, "captures": self.captures, "bytes": self.bytes,
-                "seconds": round(self.seconds, 6)}
 
 
 async def restore_world(cp: Checkpoint, cp_path: Path, session: Any) -> str | None:
@@ -292,7 +172,7 @@ async def restore_world(cp: Checkpoint, cp_path: Path, session: Any) -> str | No
     Returns the restored DB's sha256 (None for a replayed world); WorldError when it cannot be done."""
     kind = cp.world.get("kind")
     if kind == "db":
-        db = _db_of(session)
+        db = db_of(session)
         if db is None:
             raise WorldError(f"checkpoint {cp_path}: it holds a world DB, but this world ({type(session).__name__}) "
                              "has no DB file to restore it into")

@@ -7,26 +7,31 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
+import structlog
+
 from awm_runtime._errors import WorldError
-from awm_runtime._interfaces import Sink, World, WorldSession
+from awm_runtime._interfaces import Advice, PolicyTurn, Sink, World, WorldSession
 from awm_runtime._seeds import episode_seed
 from awm_runtime._types import EpisodeRecord, EpisodeSpec, ForkSpec
 from awm_runtime.episode._checkpoint import (
     Checkpoint,
-    Checkpointer,
     RecordingSession,
     load_checkpoint,
     prefix_usage_removed,
     render_fork_question,
+    restore_state,
     restore_world,
 )
+from awm_runtime.episode._checkpoint_store import Checkpointer
 from awm_runtime.episode._loop import Harness, run_episode
+from awm_runtime.episode._midturn import SavedReply, advice_of, load_saved_reply, policy_turn_of
 from awm_runtime.episode._state import EpisodeState
 from awm_runtime.episode._tools import ASK_EXPERT
 
+log = structlog.get_logger("awm_runtime.episode")
 
 def fork_seed(cp: Checkpoint, repeat: int) -> int:
     """Continuation `repeat` of a checkpoint: the original episode's seed first (so a fork of the same arm
@@ -42,6 +47,11 @@ class EpisodeHook:
         self.fork = fork
         self.cp: Checkpoint | None = load_checkpoint(fork.checkpoint) if fork is not None else None
         self.db_sha256: str | None = None
+        # A resumed episode's turn in flight at the kill: its reply (and answer), if they had arrived and been saved.
+        self.saved: SavedReply | None = None
+        if fork is not None and fork.mode == "resume" and self.cp is not None:
+            self.saved = load_saved_reply(Path(fork.checkpoint).parent, self.cp.episode_id, self.cp.turn)
+        self.reused = {"policy": 0, "expert": 0}
 
     @property
     def records_calls(self) -> bool:
@@ -51,8 +61,6 @@ class EpisodeHook:
     async def start(self, ep: EpisodeState, session: WorldSession) -> bool:
         if self.cp is None or self.fork is None:
             return False
-        from awm_runtime.episode._checkpoint import restore_state
-
         cp = self.cp
         offered = [t.name for t in ep.tools or ()]
         world_now = [n for n in offered if n != ASK_EXPERT]
@@ -76,9 +84,43 @@ class EpisodeHook:
             return render_fork_question(ep.turn)
         return None
 
+    def _saved_for(self, ep: EpisodeState) -> SavedReply | None:
+        """The saved reply, on the turn it belongs to (the first after the restored checkpoint)."""
+        if self.saved is None or self.cp is None or ep.turn != self.cp.turn + 1:
+            return None
+        return self.saved
+
+    async def policy_turn(self, ep: EpisodeState, act: Callable[[], Awaitable[PolicyTurn]]) -> PolicyTurn:
+        saved = self._saved_for(ep)
+        if saved is not None:  # the reply that had arrived before the kill: not sampled, nor billed, again
+            pt = policy_turn_of(saved.policy)
+            self.reused["policy"] += 1
+            log.info("reply_reused", role="policy", turn=ep.turn)
+        else:
+            pt = await act()
+        if self.checkpointer is not None:
+            await self.checkpointer.policy_replied(ep, pt)
+        return pt
+
+    async def advice(self, ep: EpisodeState, ask: Callable[[], Awaitable[Advice]]) -> Advice:
+        saved = self._saved_for(ep)
+        if saved is not None and saved.advice is not None:
+            advice = advice_of(saved.advice)
+            self.reused["expert"] += 1
+            log.info("reply_reused", role="expert", turn=ep.turn)
+        else:
+            advice = await ask()
+        if self.checkpointer is not None:
+            await self.checkpointer.expert_answered(ep, advice)
+        return advice
+
     async def after_turn(self, ep: EpisodeState, session: WorldSession) -> None:
         if self.checkpointer is not None:
             await self.checkpointer.after_turn(ep)
+
+    def cancelled(self) -> None:
+        if self.checkpointer is not None:
+            self.checkpointer.cancelled()
 
     def finish(self, record: EpisodeRecord) -> None:
         if self.checkpointer is not None:
@@ -89,7 +131,7 @@ class EpisodeHook:
             return
         origin = {"run": cp.run_id, "episode_id": cp.episode_id, "turn": cp.turn, "checkpoint": fork.checkpoint}
         if fork.mode == "resume":  # the killed episode's record, continued: its prefix was never recorded
-            record.resumed_from = origin
+            record.resumed_from = {**origin, "reused_replies": dict(self.reused)}
             return
         record.fork = {
             **origin, "mode": fork.mode, "repeat": fork.repeat, "solo_turns": fork.solo_turns, "why": cp.why,

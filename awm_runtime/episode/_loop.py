@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
@@ -102,8 +102,20 @@ class TurnHook(Protocol):
         """At the start of turn `ep.turn`, no call in flight: a question to put to the expert now, or None."""
         ...
 
+    async def policy_turn(self, ep: EpisodeState, act: Callable[[], Awaitable[PolicyTurn]]) -> PolicyTurn:
+        """Turn `ep.turn`'s policy reply: `act()`'s, or one saved before a kill. Saved before its calls run."""
+        ...
+
+    async def advice(self, ep: EpisodeState, ask: Callable[[], Awaitable[Advice]]) -> Advice:
+        """The expert's answer to turn `ep.turn`'s question: `ask()`'s, or one saved before a kill."""
+        ...
+
     async def after_turn(self, ep: EpisodeState, session: WorldSession) -> None:
         """At the end of turn `ep.turn`, after its nudge (if any)."""
+        ...
+
+    def cancelled(self) -> None:
+        """The episode was cancelled mid-way: tidy what it was saving."""
         ...
 
     def finish(self, record: EpisodeRecord) -> None:
@@ -147,6 +159,8 @@ async def run_episode(spec: EpisodeSpec, task: Task, session: WorldSession, harn
                 verdict = await session.verify(ep.final_answer, ep.messages)
                 ep.timings["verify_s"] += time.perf_counter() - started
         except asyncio.CancelledError:
+            if hook is not None:
+                hook.cancelled()
             raise
         except Exception as exc:
             ep.fail(exc)
@@ -195,7 +209,11 @@ async def _play(ep: EpisodeState, session: WorldSession, harness: Harness, sinks
         if hook is not None and (question := await hook.before_turn(ep, session)) is not None and expert:
             await _advice_now(ep, expert, world_tools, harness, sinks, question)
         ep.waiting_on = "policy"
-        pt = await harness.policy.act(ep.messages, tools, seed=ep.spec.seed)
+
+        def act() -> Awaitable[PolicyTurn]:
+            return harness.policy.act(ep.messages, tools, seed=ep.spec.seed)
+
+        pt = await (act() if hook is None else hook.policy_turn(ep, act))
         ep.timings["policy_s"] += pt.elapsed_s
         ep.usage["policy"].add(pt.usage)
         ep.add([pt.message])
@@ -226,7 +244,7 @@ async def _play(ep: EpisodeState, session: WorldSession, harness: Harness, sinks
                 _emit(sinks, ExpertCalled(ep.episode_id, ep.turn, "", 0.0, granted=False))
                 ep.add(harness.policy.observe(pt, render("expert_withheld.md"), "system"))
             else:
-                await _ask_expert(ep, pt, action, world_tools, harness, sinks)
+                await _ask_expert(ep, pt, action, world_tools, harness, sinks, hook)
         elif isinstance(action, CallTool):
             await _call_world(ep, pt, action, session, harness, sinks)
         _apply_nudges(ep, harness, sinks)
@@ -265,8 +283,9 @@ def _budget_left(ep: EpisodeState, harness: Harness) -> bool:
 
 
 async def _ask_expert(ep: EpisodeState, pt: PolicyTurn, action: CallTool, world_tools: list[ToolSpec],
-                      harness: Harness, sinks: Sequence[Sink]) -> None:
-    assert harness.expert is not None
+                      harness: Harness, sinks: Sequence[Sink], hook: TurnHook | None) -> None:
+    expert = harness.expert
+    assert expert is not None
     ep.last_action = "ask_expert"
     ep.note_ask()
     if not _budget_left(ep, harness):
@@ -280,7 +299,7 @@ async def _ask_expert(ep: EpisodeState, pt: PolicyTurn, action: CallTool, world_
         trajectory=summarize_trajectory(ep.messages), episode_id=ep.episode_id, turn=ep.turn,
     )
     ep.waiting_on = "expert"
-    advice = await harness.expert.advise(request)
+    advice = await (expert.advise(request) if hook is None else hook.advice(ep, lambda: expert.advise(request)))
     _account(ep, advice, sinks)
     ep.add(harness.policy.observe(pt, scrub_secrets(advice.text), "expert"))
 

@@ -22,7 +22,7 @@ from awm_runtime._events import EpisodeEnded
 from awm_runtime._interfaces import Sink, WorldSession
 from awm_runtime._types import EpisodeRecord, EpisodeSpec, ErrorInfo, Task, WorkerRef
 from awm_runtime.episode import Harness, run_episode
-from awm_runtime.episode._checkpoint import Checkpointer
+from awm_runtime.episode._checkpoint_store import Checkpointer
 from awm_runtime.episode._fork import EpisodeHook, wrap_session
 from awm_runtime.episode._outcome import ending_for, error_info
 from awm_runtime.scheduler._admission import endpoint_gates, gate_semaphores

@@ -1,0 +1,197 @@
+"""Saving an episode's checkpoints as it plays: full checkpoints between turns, and the mid-turn reply.
+
+Files under `<run>/checkpoints/`: `<episode_id>/turn-<k>.json` (+ `.db`), `index.jsonl` (one line per
+checkpoint, appended once its files are in place), and `<episode_id>/reply.json`, the turn in flight's
+policy reply and expert answer (episode/_midturn.py), which `--resume` uses instead of calling again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import os
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from awm_runtime._interfaces import Advice, CallTool, PolicyTurn
+from awm_runtime.episode._checkpoint import (
+    INDEX,
+    Checkpoint,
+    CheckpointMode,
+    RecordingSession,
+    counters_of,
+    db_of,
+    preceding_of,
+    sha256_file,
+)
+from awm_runtime.episode._midturn import REPLY, SavedReply, saved_advice, saved_policy_turn, write_durably
+from awm_runtime.episode._state import EpisodeState
+from awm_runtime.episode._tools import ASK_EXPERT
+
+
+class Checkpointer:
+    """Saves an episode's checkpoints: before every turn (`every`), or before each turn in which the agent
+    asked the expert or was nudged (`asks`: taken before every turn, kept only if the turn asked or nudged).
+
+    With either, the turn in flight's policy reply and expert answer are saved as they arrive (`reply.json`,
+    tied to the checkpoint before that turn): with `asks`, only on a turn that asks, whose checkpoint is then
+    written at once, since a reply is of use only beside the checkpoint it continues."""
+
+    def __init__(self, root: Path, mode: CheckpointMode, arm: dict[str, Any]) -> None:
+        self.root = root
+        self.mode = mode
+        self.arm = arm
+        self.count = 0
+        self.bytes = 0
+        self.seconds = 0.0  # time spent capturing and writing (in worker threads; queueing excluded)
+        self.captures = 0  # states captured: every turn; `asks` keeps only some of them
+        self.replies = 0  # mid-turn saves: policy replies and expert answers (reply.json, fsync'd)
+        self.reply_bytes = 0  # bytes those saves wrote (the file is replaced: on disk, one per episode)
+        self.reply_seconds = 0.0
+        self._last_capture_ms = 0.0
+        self._last_db: tuple[Path, str] | None = None  # the latest DB copy and its hash: an unchanged DB is linked
+        self._pending: tuple[Checkpoint, Path | None] | None = None  # captured, not (yet) written
+        self._reply: SavedReply | None = None  # the turn in flight's, once saved
+        self._work: asyncio.Future[Any] | None = None  # the file work in a thread right now
+
+    async def _in_thread(self, fn: Any, *args: Any) -> Any:
+        """`fn` in a worker thread. A cancelled caller stops waiting, not the thread: `cancelled` tidies after it."""
+        self._work = asyncio.ensure_future(asyncio.to_thread(fn, *args))
+        return await asyncio.shield(self._work)
+
+    def _capture(self, ep: EpisodeState, session: Any) -> None:
+        started = time.perf_counter()
+        try:
+            self._pending = self._capture_now(ep, session)  # set here, so that a cancelled caller leaves no stray
+        finally:
+            self._last_capture_ms = (time.perf_counter() - started) * 1000
+            self.seconds += time.perf_counter() - started
+            self.captures += 1
+
+    def _capture_now(self, ep: EpisodeState, session: Any) -> tuple[Checkpoint, Path | None]:
+        directory = self.root / ep.episode_id
+        directory.mkdir(parents=True, exist_ok=True)
+        cp = Checkpoint(run_id=ep.run_id, episode_id=ep.episode_id, spec=ep.spec, task=ep.task, arm=self.arm,
+                        policy=ep.policy, expert=ep.expert, turn=ep.turn - 1, preceding=preceding_of(ep.last_action),
+                        messages=list(ep.messages), tools=[t.name for t in ep.tools or ()],
+                        counters=copy.deepcopy(counters_of(ep)),
+                        usage={k: v.model_copy() for k, v in ep.usage.items()}, seed=ep.spec.seed,
+                        rng={"kind": "seed_and_turn", "seed": ep.spec.seed, "turn": ep.turn - 1})
+        db = db_of(session)
+        if db is not None:
+            target = directory / f"turn-{cp.turn}.db"
+            target.unlink(missing_ok=True)
+            digest = sha256_file(db)  # no call in flight: the file is consistent
+            if self._last_db is not None and self._last_db[1] == digest and self._last_db[0].exists():
+                os.link(self._last_db[0], target)  # unchanged since the last checkpoint: no new bytes
+                new = 0
+            else:
+                shutil.copyfile(db, target)  # in-kernel (sendfile) on Linux
+                new = target.stat().st_size
+            self._last_db = (target, digest)
+            cp.world = {"kind": "db", "file": target.name, "sha256": digest, "bytes": target.stat().st_size,
+                        "new_bytes": new}
+            return cp, target
+        if isinstance(session, RecordingSession):
+            cp.world = {"kind": "replay", "calls": [c.model_dump() for c in session.calls]}
+        else:
+            cp.world = {"kind": "none"}
+        return cp, None
+
+    def _write_pending(self, why: list[str]) -> None:
+        assert self._pending is not None
+        cp, _ = self._pending
+        cp.why = why
+        started = time.perf_counter()
+        path = self.root / cp.episode_id / f"{cp.path_stem}.json"
+        cp.saved_at = time.time()
+        cp.save_ms = round((time.perf_counter() - started) * 1000 + self._last_capture_ms, 3)
+        db_bytes = int(cp.world.get("new_bytes", 0))  # a DB linked to the previous checkpoint's costs nothing
+        body = b""
+        for _ in range(3):  # the file states its own size: settle the number of digits
+            body = cp.model_dump_json().encode()
+            if cp.bytes == len(body) + db_bytes:
+                break
+            cp.bytes = len(body) + db_bytes
+        tmp = path.with_suffix(".json.tmp")
+        tmp.write_bytes(body)
+        os.replace(tmp, path)  # a reader never sees half a checkpoint
+        entry = {"episode_id": cp.episode_id, "turn": cp.turn, "path": f"{cp.episode_id}/{path.name}",
+                 "why": cp.why, "preceding": cp.preceding, "arm": cp.spec.arm, "scenario": cp.task.scenario,
+                 "task_idx": cp.task.task_idx, "repeat": cp.spec.repeat, "seed": cp.seed, "bytes": cp.bytes,
+                 "saved_at": cp.saved_at, "resumed": cp.spec.fork is not None}
+        with (self.root / INDEX).open("ab") as f:  # one short write in append mode: shards may share the file
+            f.write(orjson.dumps(entry) + b"\n")
+        self._pending = None  # in the index: its DB is no stray now
+        self.count += 1
+        self.bytes += cp.bytes
+        self.seconds += time.perf_counter() - started
+
+    def _write_reply(self, reply: SavedReply) -> None:
+        started = time.perf_counter()
+        reply.saved_at = time.time()
+        self.reply_bytes += write_durably(self.root / reply.episode_id / REPLY, reply.model_dump_json().encode())
+        self.replies += 1
+        self.reply_seconds += time.perf_counter() - started
+
+    async def before_turn(self, ep: EpisodeState, session: Any) -> None:
+        """At the start of turn `ep.turn`: capture the state after `ep.turn - 1` turns (and write it, `every`)."""
+        if isinstance(session, RecordingSession):
+            session.turn = ep.turn
+        self._reply = None
+        await self._in_thread(self._capture, ep, session)
+        if self.mode == "every":
+            await self._in_thread(self._write_pending, ["every"])
+
+    async def policy_replied(self, ep: EpisodeState, pt: PolicyTurn) -> None:
+        """Turn `ep.turn`'s reply has arrived: save it durably before its calls run (docs/forks.md)."""
+        if self.mode == "asks":
+            asking = isinstance(pt.action, CallTool) and pt.action.call.name == ASK_EXPERT
+            if not asking or self._pending is None:
+                return
+            await self._in_thread(self._write_pending, ["asked"])  # kept: the turn asks (no nudge follows an ask)
+        self._reply = SavedReply(episode_id=ep.episode_id, after_turn=ep.turn - 1, policy=saved_policy_turn(pt))
+        await self._in_thread(self._write_reply, self._reply)
+
+    async def expert_answered(self, ep: EpisodeState, advice: Advice) -> None:
+        """The expert answered turn `ep.turn`'s question: add the answer to the saved reply."""
+        if self._reply is None or self._reply.after_turn != ep.turn - 1:
+            return
+        self._reply.advice = saved_advice(advice)
+        await self._in_thread(self._write_reply, self._reply)
+
+    async def after_turn(self, ep: EpisodeState) -> None:
+        """At the end of turn `ep.turn` (`asks`): keep its state if the turn asked or was nudged."""
+        if self._pending is None:
+            return
+        why = ["asked"] if ep.last_action == "ask_expert" else []
+        if ep.nudge_log and ep.nudge_log[-1].turn == ep.turn:
+            why.append("nudged")
+        if why:
+            await self._in_thread(self._write_pending, why)
+        else:
+            self.discard()
+
+    def discard(self) -> None:
+        """Drop a state captured and not kept (its DB copy, which no index line names)."""
+        if self._pending is not None and self._pending[1] is not None:
+            self._pending[1].unlink(missing_ok=True)
+        self._pending = None
+
+    def cancelled(self) -> None:
+        """The episode was cancelled: once the file work in flight (if any) ends, drop what it left unkept."""
+        work = self._work
+        if work is not None and not work.done():
+            work.add_done_callback(lambda _: self.discard())
+        else:
+            self.discard()
+
+    def summary(self) -> dict[str, Any]:
+        """What this episode's checkpoints cost (the record's `checkpoints`)."""
+        return {"mode": self.mode, "count": self.count, "captures": self.captures, "bytes": self.bytes,
+                "seconds": round(self.seconds, 6), "replies": self.replies, "reply_bytes": self.reply_bytes,
+                "reply_seconds": round(self.reply_seconds, 6)}
