@@ -155,6 +155,7 @@ class Checkpointer:
                 return
             await self._in_thread(self._write_pending, ["asked"])  # kept: the turn asks (no nudge follows an ask)
         self._reply = SavedReply(episode_id=ep.episode_id, after_turn=ep.turn - 1, policy=saved_policy_turn(pt))
+        self._reply.policy.message.turn = ep.turn  # as the transcript will hold it
         await self._in_thread(self._write_reply, self._reply)
 
     async def expert_answered(self, ep: EpisodeState, advice: Advice) -> None:

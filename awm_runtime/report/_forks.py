@@ -94,11 +94,13 @@ class ForkStats:
 
 
 class CheckpointStats:
-    """What checkpoints cost a run: their number, bytes and seconds, per checkpoint and per episode turn."""
+    """What checkpoints cost a run: their number, bytes and seconds, per checkpoint and per episode turn, and
+    the mid-turn saves of replies (fsync'd) beside them."""
 
     def __init__(self) -> None:
         self.episodes = self.count = self.captures = self.bytes = self.turns = 0
-        self.seconds = 0.0
+        self.replies = self.reply_bytes = 0
+        self.seconds = self.reply_seconds = 0.0
         self.modes: set[str] = set()
 
     def add(self, r: dict[str, Any]) -> None:
@@ -110,6 +112,9 @@ class CheckpointStats:
         self.captures += int(c.get("captures", c.get("count", 0)))
         self.bytes += int(c.get("bytes", 0))
         self.seconds += float(c.get("seconds", 0.0))
+        self.replies += int(c.get("replies", 0))
+        self.reply_bytes += int(c.get("reply_bytes", 0))
+        self.reply_seconds += float(c.get("reply_seconds", 0.0))
         self.turns += int(r.get("turns", 0))
         self.modes.add(str(c.get("mode")))
 
@@ -122,7 +127,11 @@ class CheckpointStats:
                 "ms_per_capture": round(1000 * self.seconds / self.captures, 3) if self.captures else None,
                 "ms_per_checkpoint": round(1000 * self.seconds / self.count, 3) if self.count else None,
                 "bytes_per_checkpoint": round(self.bytes / self.count) if self.count else None,
-                "bytes_per_turn": round(self.bytes / self.turns) if self.turns else None}
+                "bytes_per_turn": round(self.bytes / self.turns) if self.turns else None,
+                "replies": self.replies, "reply_seconds": round(self.reply_seconds, 4),
+                "ms_per_reply": round(1000 * self.reply_seconds / self.replies, 3) if self.replies else None,
+                "reply_bytes_per_turn": round(self.reply_bytes / self.turns) if self.turns else None,
+                "ms_per_turn": round(1000 * (self.seconds + self.reply_seconds) / self.turns, 3) if self.turns else None}
 
 
 def _order(key: str) -> tuple[int, Any]:

@@ -13,8 +13,10 @@ import orjson
 import pytest
 
 from awm_runtime import EpisodeRecord, RunConfig, fork_episode, load_checkpoint, run_episode
+from awm_runtime._events import Event, ModelCalled
 from awm_runtime.episode import Checkpointer
 from awm_runtime.episode._checkpoint import sha256_file
+from awm_runtime.episode._midturn import REPLY, SavedReply
 from awm_runtime.scheduler import PreparedRun, prepare, run
 
 SCENARIO = "codeforge_devtools"
@@ -70,8 +72,14 @@ def test_checkpoints_are_stored_and_reported(source: Path) -> None:
         assert r.checkpoints["count"] == turns  # one before every turn
         files = sorted((source / "checkpoints" / r.episode_id).glob("turn-*.json"))
         assert len(files) == turns
-        on_disk = {f.stat().st_ino: f.stat().st_size for f in (source / "checkpoints" / r.episode_id).iterdir()}
+        on_disk = {f.stat().st_ino: f.stat().st_size for f in (source / "checkpoints" / r.episode_id).iterdir()
+                   if f.name != REPLY}
         assert r.checkpoints["bytes"] == sum(on_disk.values())  # an unchanged DB is a hard link: counted once
+        # the mid-turn saves: each policy reply, and each expert answer, as it arrived (one file, replaced)
+        assert r.checkpoints["replies"] == turns + r.expert_calls
+        saved = SavedReply.model_validate_json((source / "checkpoints" / r.episode_id / REPLY).read_bytes())
+        last = [m for m in r.messages if m.source == "policy"][-1]
+        assert saved.after_turn == turns - 1 and saved.policy.message == last
     index = [json.loads(line) for line in (source / "checkpoints" / "index.jsonl").read_text().splitlines()]
     assert len(index) == sum(r.checkpoints["count"] for r in records(source) if r.checkpoints)
 
@@ -161,3 +169,44 @@ async def test_an_unreadable_or_mismatched_checkpoint_is_refused(source: Path, p
 
     with pytest.raises(WorldError, match="unreadable"):
         load_checkpoint(tmp_path / "broken.json")
+
+
+class Seen:
+    """A sink that keeps the events."""
+
+    def __init__(self) -> None:
+        self.events: list[Event] = []
+
+    def emit(self, event: Event) -> None:
+        self.events.append(event)
+
+    def policy_calls(self) -> int:
+        return sum(1 for e in self.events if isinstance(e, ModelCalled) and e.role == "policy")
+
+
+async def test_a_resume_uses_the_reply_saved_mid_turn_and_no_other(source: Path, prep: PreparedRun,
+                                                                   tmp_path: Path) -> None:
+    harness = prep.harnesses["main"]
+    for original in records(source)[:3]:
+        directory = source / "checkpoints" / original.episode_id
+        k = original.turns - 1  # the reply saved last is the last turn's, tied to the checkpoint before it
+        seen, writer = Seen(), Checkpointer(tmp_path / "resumed", "every", {})
+        resumed = await fork_episode(directory / f"turn-{k}.json", harness, prep.world, mode="resume",
+                                     sinks=[seen], checkpointer=writer)
+        assert resumed.resumed_from is not None and resumed.resumed_from["reused_replies"]["policy"] == 1
+        assert seen.policy_calls() == 0  # the reply that had arrived is not sampled again
+        assert dumped([m for m in resumed.messages if m.source == "policy"]) == dumped(
+            [m for m in original.messages if m.source == "policy"])
+        assert resumed.usage["policy"].calls == original.usage["policy"].calls  # billed once, not twice
+        assert resumed.outcome == original.outcome and resumed.fork is None
+        # the resumed episode saves the reply it reused too: a second kill reuses it again
+        again = SavedReply.model_validate_json((tmp_path / "resumed" / resumed.episode_id / REPLY).read_bytes())
+        last = [m for m in original.messages if m.source == "policy"][-1]
+        assert again.after_turn == k and again.policy.message == last
+        # from an earlier checkpoint, the saved reply (tied to turn k) is not used: those turns are played
+        if k >= 1:
+            seen = Seen()
+            earlier = await fork_episode(directory / f"turn-{k - 1}.json", harness, prep.world, mode="resume",
+                                         sinks=[seen])
+            assert earlier.resumed_from is not None and earlier.resumed_from["reused_replies"]["policy"] == 0
+            assert seen.policy_calls() == 2

@@ -71,10 +71,12 @@ def test_run_stats_carry_the_value_of_asking_and_the_table_renders() -> None:
 def test_checkpoint_costs() -> None:
     stats = CheckpointStats()
     assert stats.to_dict() is None
-    stats.add({"turns": 4, "checkpoints": {"mode": "every", "count": 4, "captures": 4, "bytes": 4000, "seconds": 0.02}})
+    stats.add({"turns": 4, "checkpoints": {"mode": "every", "count": 4, "captures": 4, "bytes": 4000, "seconds": 0.02,
+                                           "replies": 5, "reply_bytes": 2500, "reply_seconds": 0.01}})
     stats.add({"turns": 6, "checkpoints": {"mode": "every", "count": 6, "bytes": 6000, "seconds": 0.03}})
     stats.add({"turns": 3})
     out = stats.to_dict()
     assert out == {"mode": "every", "episodes": 2, "checkpoints": 10, "bytes": 10000, "seconds": 0.05,
                    "captures": 10, "ms_per_capture": 5.0, "ms_per_checkpoint": 5.0, "bytes_per_checkpoint": 1000,
-                   "bytes_per_turn": 1000}
+                   "bytes_per_turn": 1000, "replies": 5, "reply_seconds": 0.01, "ms_per_reply": 2.0,
+                   "reply_bytes_per_turn": 250, "ms_per_turn": 6.0}
