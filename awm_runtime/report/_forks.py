@@ -131,7 +131,8 @@ class CheckpointStats:
                 "replies": self.replies, "reply_seconds": round(self.reply_seconds, 4),
                 "ms_per_reply": round(1000 * self.reply_seconds / self.replies, 3) if self.replies else None,
                 "reply_bytes_per_turn": round(self.reply_bytes / self.turns) if self.turns else None,
-                "ms_per_turn": round(1000 * (self.seconds + self.reply_seconds) / self.turns, 3) if self.turns else None}
+                "ms_per_turn": round(1000 * (self.seconds + self.reply_seconds) / self.turns, 3)
+                if self.turns else None}
 
 
 def _order(key: str) -> tuple[int, Any]:

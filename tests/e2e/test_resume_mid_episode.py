@@ -88,7 +88,7 @@ class Gate:
         self.sim = sim_responder("novice")
         self.shut_after = shut_after_expert_answers
         self.shut = False
-        self.open_again = False
+        self.phase = "killed"  # then "resumed", then "unkilled"
         self.answered: Counter[tuple[str, str]] = Counter()  # (phase, role)
         self.hung: Counter[str] = Counter()
         self.lock = threading.Lock()
@@ -96,7 +96,7 @@ class Gate:
     def __call__(self, request: dict[str, Any]) -> Reply:
         role = "expert" if request.get("model") == "expert-7b" else "policy"
         with self.lock:
-            phase = "resumed" if self.open_again else ("unkilled" if self.open_again is None else "killed")
+            phase = self.phase
             if phase == "killed" and not self.shut and role == "expert" and self.answered[("killed", "expert")] \
                     >= self.shut_after:
                 self.shut = True  # this question's episode has its policy reply saved: the kill comes now
@@ -150,11 +150,11 @@ timeout_s = 240
         assert killed_at < 8
 
         with gate.lock:
-            gate.open_again = True
+            gate.phase = "resumed"
         resumed = awm_run("--out", str(out), "--resume", "--quiet", env={"LOOP_KEY": "loop-key-0001"})
         assert resumed.returncode == 0, resumed.stderr
         with gate.lock:
-            gate.open_again = None  # type: ignore[assignment]  # the unkilled run's phase
+            gate.phase = "unkilled"
         unkilled = tmp_path / "unkilled"
         whole = awm_run(*args, "--out", str(unkilled), env={"LOOP_KEY": "loop-key-0001"})
         assert whole.returncode == 0, whole.stderr
@@ -164,7 +164,7 @@ timeout_s = 240
     recs = [json.loads(x) for x in (out / "episodes.jsonl").read_text().splitlines()]
     continued = [r for r in recs[killed_at:] if r.get("resumed_from")]
     assert continued
-    reused = Counter()
+    reused: Counter[str] = Counter()
     for r in continued:
         reused.update(r["resumed_from"]["reused_replies"])
     # the episodes whose expert question was in flight: their policy reply was saved, and is not sampled again
