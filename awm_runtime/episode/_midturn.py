@@ -108,7 +108,7 @@ def write_durably(path: Path, body: bytes) -> int:
     """Write `body` to `path` so that a crash leaves the old file or the new one, never half of either:
     a temporary file, fsync'd, renamed over `path`, then the directory fsync'd. Returns the bytes written."""
     tmp = path.with_name(path.name + ".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)  # as the run's other files (umask)
     try:
         os.write(fd, body)
         os.fsync(fd)

@@ -1,0 +1,69 @@
+"""Saving checkpoints as episodes play: a cancelled episode leaves no stray state, and the mid-turn reply of
+an `asks` run is saved only beside a checkpoint it continues."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+
+from awm_runtime import EpisodeRecord, RunConfig
+from awm_runtime.episode._midturn import REPLY, SavedReply
+from awm_runtime.scheduler import run
+
+SLOW = '[models.slow]\nmodel = "sim/novice"\nprotocol = "native"\nmax_concurrency = 64\n' \
+       "params = { sim = { latency_s = 0.4 } }\n"
+
+
+def _config(tmp_path: Path, mode: str, **changes: object) -> RunConfig:
+    config = tmp_path / "awm.toml"
+    config.write_text(SLOW)
+    return RunConfig(**{"scenarios": "codeforge_devtools", "tasks": "0-3", "concurrency": 4, "checkpoint": mode,
+                        "out": tmp_path / "run", "preflight": "off", "config_path": config, "policy": "slow",
+                        **changes})
+
+
+@pytest.mark.parametrize("mode", ["asks", "every"])
+async def test_an_episode_cancelled_mid_turn_leaves_no_stray_checkpoint_db(tmp_path: Path, mode: str) -> None:
+    config = _config(tmp_path, mode)
+    root = tmp_path / "run" / "checkpoints"
+    task = asyncio.create_task(run(config))
+    async with asyncio.timeout(60):
+        while len(list(root.glob("*/turn-*.db"))) < 4:  # noqa: ASYNC110 - the run's files are what we wait for
+            await asyncio.sleep(0.02)
+    await asyncio.sleep(0.5)  # mid-turn: each episode waits on its (slow) policy, its state captured
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    await asyncio.sleep(0.2)  # a capture that was running in a thread at the cancellation ends, then is tidied
+    index = {json.loads(line)["path"] for line in (root / "index.jsonl").read_text().splitlines()} \
+        if (root / "index.jsonl").is_file() else set()
+    dbs = sorted(root.glob("*/turn-*.db"))
+    for db in dbs:  # every DB left belongs to a checkpoint in the index: `--resume` can use it
+        assert f"{db.parent.name}/{db.stem}.json" in index, f"stray {db.relative_to(root)}"
+    assert not list(root.glob("*/*.tmp"))
+    if mode == "every":
+        assert dbs  # the written checkpoints stay
+
+
+async def test_asks_saves_a_reply_only_on_a_turn_that_asks_beside_its_checkpoint(tmp_path: Path) -> None:
+    config = _config(tmp_path, "asks", policy="sim/novice")
+    result = await run(config)
+    root = result.out / "checkpoints"
+    recs = [EpisodeRecord.model_validate_json(x) for x in (result.out / "episodes.jsonl").read_bytes().splitlines()]
+    asked = [r for r in recs if r.expert_calls]
+    assert asked
+    for r in recs:
+        assert r.checkpoints is not None
+        assert r.checkpoints["replies"] == 2 * r.expert_calls  # the asking reply, then the expert's answer
+        if not r.expert_calls:
+            assert not (root / r.episode_id / REPLY).exists()
+            continue
+        saved = SavedReply.model_validate_json((root / r.episode_id / REPLY).read_bytes())
+        cp = root / r.episode_id / f"turn-{saved.after_turn}.json"
+        assert cp.is_file()  # the checkpoint it continues was written, kept because the turn asked
+        assert "asked" in json.loads(cp.read_text())["why"]
+        assert saved.policy.action["type"] == "call_tool" and saved.policy.action["call"]["name"] == "ask_expert"
+        assert saved.advice is not None and saved.advice.text
