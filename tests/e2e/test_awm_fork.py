@@ -36,7 +36,8 @@ def test_asks_checkpoints_are_before_each_ask_or_nudge(forked: tuple[Path, Path]
     for r in lines(source / "episodes.jsonl"):
         asked = {a["turn"] for a in r["expert_answers"]}
         nudged = {n["turn"] for n in r["nudge_log"]}
-        saved = sorted(int(p.stem.split("-")[1]) + 1 for p in (source / "checkpoints" / r["episode_id"]).glob("turn-*.json"))
+        folder = source / "checkpoints" / r["episode_id"]
+        saved = sorted(int(p.stem.split("-")[1]) + 1 for p in folder.glob("turn-*.json"))
         assert saved == sorted(asked | nudged)  # the checkpoint before turn t is named turn-(t-1)
         assert r["checkpoints"]["count"] == len(saved)
 
