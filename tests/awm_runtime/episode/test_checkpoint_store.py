@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from awm_runtime import EpisodeRecord, RunConfig
+from awm_runtime import EpisodeRecord, RunConfig, fork_episode
 from awm_runtime.episode._midturn import REPLY, SavedReply
-from awm_runtime.scheduler import run
+from awm_runtime.scheduler import prepare, run
 
 SLOW = '[models.slow]\nmodel = "sim/novice"\nprotocol = "native"\nmax_concurrency = 64\n' \
        "params = { sim = { latency_s = 0.4 } }\n"
@@ -67,3 +67,18 @@ async def test_asks_saves_a_reply_only_on_a_turn_that_asks_beside_its_checkpoint
         assert "asked" in json.loads(cp.read_text())["why"]
         assert saved.policy.action["type"] == "call_tool" and saved.policy.action["call"]["name"] == "ask_expert"
         assert saved.advice is not None and saved.advice.text
+
+    # A kill after the answer, before another checkpoint was kept: a resume reuses the reply and the answer.
+    prep = await prepare(config.model_copy(update={"out": None}))
+    try:
+        for r in asked[:2]:
+            saved = SavedReply.model_validate_json((root / r.episode_id / REPLY).read_bytes())
+            resumed = await fork_episode(root / r.episode_id / f"turn-{saved.after_turn}.json",
+                                         prep.harnesses["main"], prep.world, mode="resume")
+            assert resumed.resumed_from is not None
+            assert resumed.resumed_from["reused_replies"] == {"policy": 1, "expert": 1}
+            n = saved.after_turn + 1
+            assert [m for m in resumed.messages if m.turn == n] == [m for m in r.messages if m.turn == n]
+            assert resumed.expert_calls == r.expert_calls and resumed.usage["expert"].calls == r.usage["expert"].calls
+    finally:
+        await prep.world.aclose()
