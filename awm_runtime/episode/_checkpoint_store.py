@@ -11,6 +11,7 @@ import asyncio
 import copy
 import os
 import shutil
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -56,17 +57,20 @@ class Checkpointer:
         self._last_db: tuple[Path, str] | None = None  # the latest DB copy and its hash: an unchanged DB is linked
         self._pending: tuple[Checkpoint, Path | None] | None = None  # captured, not (yet) written
         self._reply: SavedReply | None = None  # the turn in flight's, once saved
-        self._work: asyncio.Future[Any] | None = None  # the file work in a thread right now
-
-    async def _in_thread(self, fn: Any, *args: Any) -> Any:
-        """`fn` in a worker thread. A cancelled caller stops waiting, not the thread: `cancelled` tidies after it."""
-        self._work = asyncio.ensure_future(asyncio.to_thread(fn, *args))
-        return await asyncio.shield(self._work)
+        # The file work runs in worker threads, which a cancelled episode does not stop: `_pending` changes
+        # hands under this lock, and once `_closed`, a capture that ends removes its own DB copy.
+        self._lock = threading.Lock()
+        self._closed = False
 
     def _capture(self, ep: EpisodeState, session: Any) -> None:
         started = time.perf_counter()
         try:
-            self._pending = self._capture_now(ep, session)  # set here, so that a cancelled caller leaves no stray
+            captured: tuple[Checkpoint, Path | None] | None = self._capture_now(ep, session)
+            with self._lock:
+                if not self._closed:
+                    self._pending, captured = captured, None
+            if captured is not None and captured[1] is not None:  # cancelled meanwhile: keep nothing
+                captured[1].unlink(missing_ok=True)
         finally:
             self._last_capture_ms = (time.perf_counter() - started) * 1000
             self.seconds += time.perf_counter() - started
@@ -103,8 +107,11 @@ class Checkpointer:
         return cp, None
 
     def _write_pending(self, why: list[str]) -> None:
-        assert self._pending is not None
-        cp, _ = self._pending
+        with self._lock:  # claimed: a cancellation from now on leaves this checkpoint to be written whole
+            claimed, self._pending = self._pending, None
+        if claimed is None:
+            return
+        cp, _ = claimed
         cp.why = why
         started = time.perf_counter()
         path = self.root / cp.episode_id / f"{cp.path_stem}.json"
@@ -126,7 +133,6 @@ class Checkpointer:
                  "saved_at": cp.saved_at, "resumed": cp.spec.fork is not None}
         with (self.root / INDEX).open("ab") as f:  # one short write in append mode: shards may share the file
             f.write(orjson.dumps(entry) + b"\n")
-        self._pending = None  # in the index: its DB is no stray now
         self.count += 1
         self.bytes += cp.bytes
         self.seconds += time.perf_counter() - started
@@ -143,9 +149,9 @@ class Checkpointer:
         if isinstance(session, RecordingSession):
             session.turn = ep.turn
         self._reply = None
-        await self._in_thread(self._capture, ep, session)
+        await asyncio.to_thread(self._capture, ep, session)
         if self.mode == "every":
-            await self._in_thread(self._write_pending, ["every"])
+            await asyncio.to_thread(self._write_pending, ["every"])
 
     async def policy_replied(self, ep: EpisodeState, pt: PolicyTurn) -> None:
         """Turn `ep.turn`'s reply has arrived: save it durably before its calls run (docs/forks.md)."""
@@ -153,17 +159,17 @@ class Checkpointer:
             asking = isinstance(pt.action, CallTool) and pt.action.call.name == ASK_EXPERT
             if not asking or self._pending is None:
                 return
-            await self._in_thread(self._write_pending, ["asked"])  # kept: the turn asks (no nudge follows an ask)
+            await asyncio.to_thread(self._write_pending, ["asked"])  # kept: the turn asks (no nudge follows an ask)
         self._reply = SavedReply(episode_id=ep.episode_id, after_turn=ep.turn - 1, policy=saved_policy_turn(pt))
         self._reply.policy.message.turn = ep.turn  # as the transcript will hold it
-        await self._in_thread(self._write_reply, self._reply)
+        await asyncio.to_thread(self._write_reply, self._reply)
 
     async def expert_answered(self, ep: EpisodeState, advice: Advice) -> None:
         """The expert answered turn `ep.turn`'s question: add the answer to the saved reply."""
         if self._reply is None or self._reply.after_turn != ep.turn - 1:
             return
         self._reply.advice = saved_advice(advice)
-        await self._in_thread(self._write_reply, self._reply)
+        await asyncio.to_thread(self._write_reply, self._reply)
 
     async def after_turn(self, ep: EpisodeState) -> None:
         """At the end of turn `ep.turn` (`asks`): keep its state if the turn asked or was nudged."""
@@ -173,23 +179,22 @@ class Checkpointer:
         if ep.nudge_log and ep.nudge_log[-1].turn == ep.turn:
             why.append("nudged")
         if why:
-            await self._in_thread(self._write_pending, why)
+            await asyncio.to_thread(self._write_pending, why)
         else:
             self.discard()
 
     def discard(self) -> None:
         """Drop a state captured and not kept (its DB copy, which no index line names)."""
-        if self._pending is not None and self._pending[1] is not None:
-            self._pending[1].unlink(missing_ok=True)
-        self._pending = None
+        with self._lock:
+            pending, self._pending = self._pending, None
+        if pending is not None and pending[1] is not None:
+            pending[1].unlink(missing_ok=True)
 
     def cancelled(self) -> None:
-        """The episode was cancelled: once the file work in flight (if any) ends, drop what it left unkept."""
-        work = self._work
-        if work is not None and not work.done():
-            work.add_done_callback(lambda _: self.discard())
-        else:
-            self.discard()
+        """The episode was cancelled: drop the state captured and not kept, now or when its capture ends."""
+        with self._lock:
+            self._closed = True
+        self.discard()
 
     def summary(self) -> dict[str, Any]:
         """What this episode's checkpoints cost (the record's `checkpoints`)."""
