@@ -8,14 +8,12 @@ refused, and the record names the turn where the replay diverged.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,24 +21,9 @@ from awm_runtime import load_checkpoint
 from awm_runtime.testing import FakeOpenAI
 from awm_runtime.worlds import BUILTIN_DATA
 from tests.e2e.test_awm_run import awm_run, records
-from tests.e2e.test_serve import BUILTIN, judge_from_trajectory, start_serve
+from tests.e2e.test_serve import BUILTIN, judge_from_trajectory, serving
 
 DIVERGED = re.compile(r"fork refused: the world diverged at turn (\d+) of checkpoint ")
-
-
-@contextlib.contextmanager
-def serving_on(*args: str) -> Iterator[str]:
-    """awm-serve with `args` (may pin `--port`) for the block: its base URL."""
-    proc, url = start_serve(*args)
-    try:
-        yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        proc.communicate()
 
 
 def without_rows(tmp_path: Path) -> Path:
@@ -96,7 +79,7 @@ def check_refused(forked: list[dict[str, Any]]) -> None:
 
 def test_forking_an_openenv_world_on_awm_serve_by_replay(tmp_path: Path) -> None:
     source = tmp_path / "run"
-    with serving_on() as url:
+    with serving() as url:
         port = url.rsplit(":", 1)[1].strip("/")
         proc = awm_run("--worlds", f"openenv+{url}", "--scenarios", "codeforge_devtools", "--tasks", "0-3",
                        "--checkpoint", "every", "--out", str(source), "--quiet")
@@ -104,7 +87,7 @@ def test_forking_an_openenv_world_on_awm_serve_by_replay(tmp_path: Path) -> None
         assert all(load_checkpoint(p).world["kind"] == "replay"
                    for p in (source / "checkpoints").glob("*/turn-2.json"))
         check_match(source, fork(source, tmp_path / "same", {}))
-    with serving_on("--port", port, "--worlds", str(without_rows(tmp_path)), "--foreign-keys"):
+    with serving("--port", port, "--worlds", str(without_rows(tmp_path)), "--foreign-keys"):
         forked = fork(source, tmp_path / "other", {})
     check_refused(forked)
     # OpenEnv replays through the reconnect's own path, which says which call of the replay differed
@@ -122,7 +105,7 @@ def test_forking_an_mcp_world_on_awm_serve_by_replay(tmp_path: Path) -> None:
         config = tmp_path / "awm.toml"
         config.write_text(f'[models.loop-judge]\nmodel = "openai/judge-27"\napi_base = "{judge.url}"\n'
                           'api_key_env = "JUDGE_27"\n')
-        with serving_on("--mcp") as url:
+        with serving("--mcp") as url:
             port = url.rsplit(":", 1)[1].strip("/")
             proc = awm_run("--worlds", f"mcp+{url}/mcp/shopfront_commerce", "--tasks-file", str(tasks),
                            "--judge", "loop-judge", "--config", str(config), "--checkpoint", "every",
@@ -130,7 +113,7 @@ def test_forking_an_mcp_world_on_awm_serve_by_replay(tmp_path: Path) -> None:
             assert proc.returncode == 0, proc.stderr[-3000:]
             assert all(r["verdict_detail"]["mode"] == "sql" for r in records(source))
             check_match(source, fork(source, tmp_path / "same", env))
-        with serving_on("--mcp", "--port", port, "--worlds", str(without_rows(tmp_path)), "--foreign-keys"):
+        with serving("--mcp", "--port", port, "--worlds", str(without_rows(tmp_path)), "--foreign-keys"):
             forked = fork(source, tmp_path / "other", env)
     check_refused(forked)
     assert any(" failed on replay, and succeeded in the original" in r["error"]["message"]
