@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Iterable
-from typing import Literal
+from collections.abc import Coroutine, Iterable
+from typing import Any, Literal
 
 import httpx
 
@@ -164,9 +164,15 @@ async def _tito_problem(use: _Use, timeout_s: float) -> str | None:
 
 
 async def preflight(roles: Iterable[tuple[str, ModelConfig]], *, mode: PreflightMode = "full",
-                    timeout_s: float = 10.0) -> None:
-    """Raise one ConfigError listing every problem, one line each, or return if all is well."""
+                    timeout_s: float = 10.0, alongside: Coroutine[Any, Any, None] | None = None) -> None:
+    """Raise one ConfigError listing every problem, one line each, or return if all is well.
+
+    `alongside`: a further check that may raise ConfigError (the run's fit check), awaited once keys and
+    endpoints have passed, side by side with the test completions: each of them waits for a model reply,
+    so against a 30 s model they cost 30 s together, not 30 s each."""
     if mode == "off":
+        if alongside is not None:
+            alongside.close()
         return
     uses: dict[tuple[str, str, str | None, str | None], _Use] = {}
     for role, cfg in roles:
@@ -192,7 +198,18 @@ async def preflight(roles: Iterable[tuple[str, ModelConfig]], *, mode: Preflight
     problems.extend(line for lines in checks for line in lines)
     if not problems:
         problems.extend(p for p in await asyncio.gather(*(_tito_problem(u, timeout_s) for u in ready)) if p)
-    if mode == "full" and not problems:
-        problems.extend(p for p in await asyncio.gather(*(_probe_completion(u, timeout_s * 3) for u in ready)) if p)
+    if problems:
+        if alongside is not None:
+            alongside.close()
+        raise ConfigError("\n".join(problems))
+    probes = [_probe_completion(u, timeout_s * 3) for u in ready] if mode == "full" else []
+    results = await asyncio.gather(*probes, *([alongside] if alongside is not None else []), return_exceptions=True)
+    for result in results:
+        if isinstance(result, ConfigError):
+            problems.append(str(result))
+        elif isinstance(result, BaseException):
+            raise result
+        elif result:
+            problems.append(result)
     if problems:
         raise ConfigError("\n".join(problems))

@@ -185,10 +185,9 @@ async def _prepare(config: RunConfig, registry: Any, world: RunWorld, check: boo
         await _serve_locally(ctx, local_bases)  # keys registered first: a failed start quotes the server's log
         roles = [(role, client.config) for (role, _alias), client in ctx.clients.items()]
         await start_call_procs(config.model_procs, [cfg for _, cfg in roles])
-        if check:
-            await preflight(roles, mode=config.preflight)
-            if config.preflight != "off":
-                await check_fit(world, tasks, harnesses, completions=config.preflight == "full")
+        if check:  # the fit check's probes wait on the model too: they run beside the test completions
+            fit = check_fit(world, tasks, harnesses, completions=config.preflight == "full")
+            await preflight(roles, mode=config.preflight, alongside=fit)
     except BaseException:
         await shutdown()
         raise

@@ -115,13 +115,15 @@ def _child(job: dict[str, Any], out: int, proxies: dict[str, Any], parent: int, 
     except BaseException as exc:  # whatever the verifier raises, SystemExit included, is a result
         result = {"ok": False, "fault": _fault(exc), "error": _describe(exc)}
     try:
-        # The frame encoder's own rules (orjson): what passes here reaches the runtime as it is.
-        data = encode(result)[HEADER.size:]
+        # The frame encoder's own rules (orjson): what passes here reaches the runtime as it is. A whole
+        # frame lets the server reply as soon as it has arrived, without waiting for this process to end.
+        data = encode(result)
     except (TypeError, ValueError, RecursionError, orjson.JSONEncodeError) as exc:
         data = encode({"ok": False, "fault": "verifier",
-                       "error": f"verifier returned a value that is not JSON ({unencodable(exc)})"})[HEADER.size:]
+                       "error": f"verifier returned a value that is not JSON ({unencodable(exc)})"})
     except MemoryError:
-        data = b'{"ok": false, "fault": "sandbox", "error": "verifier result exceeded the memory limit"}'
+        body = b'{"ok": false, "fault": "sandbox", "error": "verifier result exceeded the memory limit"}'
+        data = HEADER.pack(len(body)) + body
     try:
         write_all(out, data)
     finally:
@@ -181,6 +183,7 @@ class Server:
         self.inbuf = bytearray()
         self.jobs: deque[dict[str, Any]] = deque()
         self.children: dict[int, _Child] = {}
+        self.exiting: dict[int, int] = {}  # pidfd -> pid of a child killed after its reply, not yet reaped
 
     def _read_requests(self) -> bool:
         data = os.read(self.in_fd, 1 << 20)
@@ -221,16 +224,42 @@ class Server:
         self.children[read_end] = _Child(pid, int(job["id"]), now + timeout, now, timeout, int(job["cpu_s"]))
         self.sel.register(read_end, selectors.EVENT_READ)
 
-    def _finish(self, fd: int) -> None:
+    def _finish(self, fd: int, *, whole: bool = False) -> None:
+        """Reply for the child on `fd`. `whole`: its result frame has arrived; it is killed and reaped later,
+        so the reply does not wait for its exit. Otherwise (EOF, a kill) it is reaped now, for its status."""
         child = self.children.pop(fd)
         self.sel.unregister(fd)
         os.close(fd)
-        # EOF means the child exited, unless escaped code closed the pipe itself: never wait on that.
+        elapsed_ms = (time.monotonic() - child.started) * 1000
+        # Whatever the child does after its result (or after closing the pipe itself) is cut short.
         with contextlib.suppress(ProcessLookupError):
             os.kill(child.pid, signal.SIGKILL)
-        _, status = os.waitpid(child.pid, 0)
-        elapsed_ms = (time.monotonic() - child.started) * 1000
+        if whole:
+            (size,) = HEADER.unpack_from(child.buf)
+            child.buf = child.buf[HEADER.size:HEADER.size + size]
+            status = 0
+            self._reap_later(child.pid)
+        else:
+            del child.buf[:HEADER.size]
+            _, status = os.waitpid(child.pid, 0)
+            elapsed_ms = (time.monotonic() - child.started) * 1000
         write_all(self.out_fd, reply_frame(child, status, elapsed_ms))
+
+    def _reap_later(self, pid: int) -> None:
+        """Reap a killed child when it has exited (its pidfd becomes readable), off the reply's path."""
+        try:
+            pidfd = os.pidfd_open(pid)
+        except ProcessLookupError:  # already gone: only a zombie is left
+            os.waitpid(pid, 0)
+            return
+        self.exiting[pidfd] = pid
+        self.sel.register(pidfd, selectors.EVENT_READ)
+
+    def _reap(self, pidfd: int) -> None:
+        pid = self.exiting.pop(pidfd)
+        self.sel.unregister(pidfd)
+        os.close(pidfd)
+        os.waitpid(pid, 0)
 
     def _kill(self, fd: int, why: str) -> None:
         self.children[fd].killed = why
@@ -246,8 +275,11 @@ class Server:
             self._finish(fd)
             return
         child.buf += data
-        if len(child.buf) > MAX_RESULT:
+        size = HEADER.unpack_from(child.buf)[0] if len(child.buf) >= HEADER.size else 0
+        if size > MAX_RESULT or len(child.buf) > HEADER.size + MAX_RESULT:
             self._kill(fd, f"verifier result exceeded {MAX_RESULT >> 20} MiB")
+        elif len(child.buf) >= HEADER.size + size > HEADER.size:
+            self._finish(fd, whole=True)
 
     def serve(self) -> None:
         while True:
@@ -264,10 +296,14 @@ class Server:
                         return
                 elif key.fd in self.children:
                     self._on_child_output(key.fd)
+                elif key.fd in self.exiting:
+                    self._reap(key.fd)
 
     def stop(self) -> None:
         for fd in list(self.children):
             self._kill(fd, "verifier server stopped")
+        for pidfd in list(self.exiting):
+            self._reap(pidfd)
 
 
 def main() -> None:

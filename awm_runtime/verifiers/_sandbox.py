@@ -43,7 +43,7 @@ class Sandbox:
 
     def __init__(self, *, max_parallel: int = 0, memory_mb: int = 512,
                  module: str = "awm_runtime.verifiers._fork_server", unsafe: bool = False) -> None:
-        self.max_parallel = max_parallel or max(2, os.cpu_count() or 2)
+        self.max_parallel = max_parallel or 4 * (os.cpu_count() or 2)
         self.memory_mb = memory_mb
         self.module = module
         self.unsafe = unsafe

@@ -207,6 +207,11 @@ class _WorldWorker:
                 await asyncio.wait_for(asyncio.shield(reader_task), 2.0)
         if self.pid == pid:
             self.kill()
+        drain = self._tasks[1] if len(self._tasks) > 1 else None
+        if drain is not None:  # its stderr tail is not needed any more: end the task here, not in the GC
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(drain), 0.5)
+            drain.cancel()
 
     def _tail(self) -> str:
         lines = [ln for ln in self.stderr if ln.strip()]

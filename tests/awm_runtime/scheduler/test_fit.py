@@ -110,3 +110,25 @@ async def test_remote_worlds_get_the_native_check_but_no_fit(tmp_path: Path) -> 
         assert s.tokenized == []  # a 16-token window, and nothing counted: remote worlds are not fitted
         lines = await expect_refusal(config(tmp_path, s.url, worlds, alias_protocol="native", tasks_file=tasks))
     assert len(lines) == 1 and lines[0].startswith("arm 'main': policy 'served' speaks protocol native, but ")
+
+
+async def test_the_full_preflight_waits_on_a_slow_model_once_not_once_per_probe(tmp_path: Path,
+                                                                                tiny_dir: Path) -> None:
+    """Every probe of the full preflight (the test completion, the native tools check's pair) waits for a
+    model reply: they go out side by side, so a model that takes 2 s a reply costs about 2 s before the
+    run, not 2 s a probe. Pinned by when the requests arrived, not by a wall-clock bound."""
+    import time
+
+    arrived: list[float] = []
+
+    def slow(request: dict[str, Any]) -> Reply:  # bills the tools it is given, like a template that renders them
+        arrived.append(time.monotonic())
+        tokens = 16 + len(str(request["messages"])) // 4 + 50 * len(request.get("tools") or ())
+        return Reply(content="OK", delay_s=2.0,
+                     usage={"prompt_tokens": tokens, "completion_tokens": 1, "total_tokens": tokens + 1})
+
+    with FakeOpenAI(key=KEY, models=("served",), responder=slow) as s:
+        prep = await prepare(config(tmp_path, s.url, tiny_dir, alias_protocol="native"))
+        await prep.world.aclose()
+    assert len(arrived) >= 3, s.requests  # the test completion and the native check's completions
+    assert max(arrived) - min(arrived) < 1.0, [round(t - min(arrived), 2) for t in arrived]

@@ -113,3 +113,66 @@ async def test_fuzzed_results_never_end_the_server(sandbox: Sandbox, db: Path, v
     result = await _with_bystander(sandbox, db, _verifier(_literal(value), depth))
     assert result.error is None or result.fault in ("verifier", "raised"), result
     assert sandbox.pid == pid
+
+
+def _serve_one(child_body: bytes, *, then_sleep: bool) -> tuple[dict[str, Any], float, int]:
+    """Run a real `Server` on pipes with one child that writes `child_body` raw and then sleeps (or exits).
+    Returns the reply, the seconds it took, and the child's pid."""
+    import os
+    import threading
+    import time
+
+    from awm_runtime.isolation import read_exact
+    from awm_runtime.verifiers._fork_server import Server
+
+    req_r, req_w = os.pipe()
+    out_r, out_w = os.pipe()
+    server = Server(req_r, out_w, max_children=1, parent=os.getpid(), unsafe=True)
+    res_r, res_w = os.pipe()
+    started = time.monotonic()
+    pid = os.fork()
+    if pid == 0:  # the child: what escaped code could write on its result pipe
+        os.write(res_w, child_body)
+        if then_sleep:
+            time.sleep(30)
+        os._exit(0)
+    os.close(res_w)
+    os.set_blocking(res_r, False)
+    server.children[res_r] = _Child(pid, 9, time.monotonic() + 20, started, 20.0, 20)
+    server.sel.register(res_r, __import__("selectors").EVENT_READ)
+    thread = threading.Thread(target=server.serve, daemon=True)
+    thread.start()
+    try:
+        (size,) = HEADER.unpack(read_exact(out_r, HEADER.size))
+        reply = decode(read_exact(out_r, size))
+        took = time.monotonic() - started
+        deadline = time.monotonic() + 10
+        while pid in server.exiting.values() and time.monotonic() < deadline:
+            time.sleep(0.01)
+    finally:
+        os.close(req_w)  # the runtime went away: the server returns
+        thread.join(10)
+    assert not thread.is_alive()
+    server.stop()
+    for fd in (req_r, out_r, out_w):
+        os.close(fd)
+    return reply, took, pid
+
+
+def test_a_whole_result_is_answered_at_once_and_the_child_is_cut_short() -> None:
+    """The reply goes out when the child's frame has arrived, not when the child exits: a child that keeps
+    running after its result (escaped code) is killed and reaped, never waited for."""
+    import os
+
+    body = b'{"ok": true, "value": {"result": "complete"}}'
+    reply, took, pid = _serve_one(HEADER.pack(len(body)) + body, then_sleep=True)
+    assert reply["ok"] is True and reply["value"] == {"result": "complete"} and reply["id"] == 9
+    assert took < 5  # the child sleeps 30 s
+    with pytest.raises(ChildProcessError):  # reaped by the server: no zombie left behind
+        os.waitpid(pid, os.WNOHANG)
+
+
+def test_a_cut_frame_is_an_unreadable_result() -> None:
+    body = b'{"ok": true, "value": {"result": "complete"}}'
+    reply, _, _ = _serve_one(HEADER.pack(len(body)) + body[:10], then_sleep=False)
+    assert reply["ok"] is False and "unreadable result" in reply["error"]
