@@ -39,6 +39,9 @@ class Zygote:
         self.sock: socket.socket | None = None
         self.lock = asyncio.Lock()
         self.hello: dict[str, Any] = {}
+        # The first zygote's user and mount namespaces, kept open: a zygote started after it joins them, so the
+        # scenarios' tmpfs mounts (their disk quotas) outlive a zygote that died. Closed by kill().
+        self.namespaces: list[int] = []
 
     @property
     def alive(self) -> bool:
@@ -49,21 +52,28 @@ class Zygote:
             return self.sock
         mark_private()  # before any dataset code runs: our memory and environment are then unreadable to it
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        join = ["--join", ",".join(map(str, self.namespaces))] if self.namespaces else []
         try:
             self.proc = await asyncio.create_subprocess_exec(
                 sys.executable, "-I", "-m", self.module, "--parent", str(os.getpid()),
-                "--control", str(theirs.fileno()), *(["--unsafe"] if self.unsafe else []),
+                "--control", str(theirs.fileno()), *(["--unsafe"] if self.unsafe else []), *join,
                 stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL,
                 stderr=asyncio.subprocess.DEVNULL, env=scrubbed_env(), start_new_session=True,
-                pass_fds=(theirs.fileno(),))
+                pass_fds=(theirs.fileno(), *self.namespaces))
         finally:
             theirs.close()
         ours.settimeout(START_TIMEOUT_S)
         try:
-            self.hello = json.loads(await asyncio.to_thread(ours.recv, 1 << 16) or b"{}")
+            data, fds, _, _ = await asyncio.to_thread(socket.recv_fds, ours, 1 << 16, 2)
+            self.hello = json.loads(data or b"{}")
         except (OSError, ValueError) as exc:
             ours.close()
             raise WorldError(f"the world zygote did not start ({type(exc).__name__})") from None
+        if self.namespaces:  # a zygote that joined them sends them again
+            for fd in fds:
+                os.close(fd)
+        else:
+            self.namespaces = fds
         if not self.hello.get("ready"):
             ours.close()
             raise WorldError("the world zygote did not start")
@@ -101,6 +111,40 @@ class Zygote:
             self.kill()
             raise WorldError(f"starting a world worker failed ({exc})") from None
 
+    async def mount(self, directory: str, mib: int) -> int | None:
+        """A tmpfs of `mib` MiB on `directory` in the zygote's mount namespace, with its `episodes/`: a descriptor
+        of its root (the runtime reaches its files as /proc/self/fd/N/...), or None when the zygote has no
+        mount namespace (`quota_off` in its hello says why). Raises WorldError if the mount failed."""
+        await self.lock.acquire()
+        try:
+            sock = await self._ensure()
+        except BaseException:
+            self.lock.release()
+            raise
+        if self.hello.get("quota_off"):
+            self.lock.release()
+            return None
+
+        def go() -> int:
+            sock.send(json.dumps({"op": "mount", "dir": directory, "mib": mib}).encode())
+            data, fds, _, _ = socket.recv_fds(sock, 1 << 16, 1)
+            reply = json.loads(data or b"{}")
+            if not reply.get("ok") or len(fds) != 1:
+                for fd in fds:
+                    os.close(fd)
+                raise OSError(reply.get("error") or "the world zygote did not answer")
+            return fds[0]
+
+        task = asyncio.ensure_future(asyncio.to_thread(go))
+        task.add_done_callback(lambda _: self.lock.release())
+        try:
+            return await asyncio.shield(task)
+        except asyncio.CancelledError:
+            task.add_done_callback(_close_result)
+            raise
+        except (OSError, ValueError) as exc:
+            raise WorldError(f"the disk quota of {directory} could not be set up ({exc})") from None
+
     async def status(self, pid: int) -> int | None:
         async with self.lock:
             if not self.alive or self.sock is None:
@@ -125,9 +169,16 @@ class Zygote:
             self.proc.kill()
             reap_later(self.proc.wait())
 
+    def release_namespaces(self) -> None:
+        """Close the namespaces' descriptors: once the zygote and its workers are gone, so are the mounts."""
+        for fd in self.namespaces:
+            os.close(fd)
+        self.namespaces = []
+
     async def aclose(self) -> None:
         proc = self.proc
         self.kill()
+        self.release_namespaces()
         if proc is not None:
             await proc.wait()
 
@@ -141,6 +192,12 @@ def _discard_worker(task: asyncio.Future[tuple[int, list[int]]]) -> None:
         os.close(fd)
     with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signal.SIGKILL)
+
+
+def _close_result(task: asyncio.Future[int]) -> None:
+    """A mount's descriptor that arrived for a caller cancelled meanwhile."""
+    if not task.cancelled() and task.exception() is None:
+        os.close(task.result())
 
 
 def reap_later(coro: Any) -> None:
