@@ -45,6 +45,7 @@ from awm_runtime.worlds._world_worker import EPISODES
 from awm_runtime.worlds._world_worker_pool import LoadSpec, PoolOptions, WorldWorkerPool
 
 log = structlog.get_logger("awm_runtime.worlds")
+MIN_DISK_MIB = 16  # a scenario's smallest disk quota (--world-disk-mib)
 INLINE_CLONE_BYTES = 4 << 20  # below this a clone takes less time than a hop to a thread
 
 
@@ -319,6 +320,11 @@ class AwmWorld:
             self._drop_files(scenario_id)
             return self._fail(scenario_id, f"scenario {scenario_id!r} cannot run: its template could not be "
                                            f"kept ({exc})")
+        if self.pool.disk_full(scenario_id):  # what its build and import left leaves no room for an episode
+            pristine.unlink(missing_ok=True)
+            self._drop_files(scenario_id)
+            return self._fail(scenario_id, self.disk_full_text(scenario_id, "cannot run: its build and import "
+                                                                            "filled its disk"))
         self.pool.register(scenario_id, LoadSpec(source_code, functools.partial(
             clone_checked, pristine, size=size, digest=digest, full=self.disk_full_text(scenario_id)),
             self.options.foreign_keys))
@@ -335,11 +341,11 @@ class AwmWorld:
         self.pool.evict(scenario_id)
         shutil.rmtree(self.workdir / scenario_id, ignore_errors=True)
 
-    def disk_full_text(self, scenario_id: str) -> str:
+    def disk_full_text(self, scenario_id: str, what: str = "is out of disk space") -> str:
         """Why a scenario's files no longer fit, and how to give them more room."""
         mib = self.options.world_disk_mib
-        return (f"scenario {scenario_id!r} is out of disk space: its files are limited to {mib} MiB in all (raise "
-                f"it with --world-disk-mib, or WorldOptions.world_disk_mib)")
+        return (f"scenario {scenario_id!r} {what}: its files are limited to {mib} MiB in all (raise it with "
+                f"--world-disk-mib, or WorldOptions.world_disk_mib)")
 
     def _keep_pristine(self, scenario_id: str, built: Path) -> tuple[Path, int, bytes]:
         """Copy the DB the worker built and imported against to where no worker can reach, read-only, and hash
