@@ -9,9 +9,11 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -229,3 +231,74 @@ def test_check_prints_world_text_escaped(user: str | None, root: Path) -> None:
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "\x1b" not in proc.stdout + proc.stderr and "\x07" not in proc.stdout + proc.stderr
     assert "\\x1b[2J" in proc.stdout, proc.stdout[-2000:]
+
+
+def _parents() -> dict[int, int]:
+    out = {}
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                out[int(d.name)] = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+    return out
+
+
+def _descendants(root_pid: int) -> set[int]:
+    parents, out = _parents(), set()
+    for pid in parents:
+        p = pid
+        while p > 1 and p != root_pid:
+            p = parents.get(p, 0)
+        if p == root_pid and pid != root_pid:
+            out.add(pid)
+    return out
+
+
+def _scenario_mounts(pids: set[int] | None = None) -> set[str]:
+    """Mount points of scenario tmpfs (disk quotas) seen by `pids` (None: every process)."""
+    found = set()
+    for pid in pids if pids is not None else _parents():
+        try:
+            lines = Path(f"/proc/{pid}/mountinfo").read_text().splitlines()
+        except OSError:
+            continue
+        found |= {line.split()[4] for line in lines if " - tmpfs awm-scenario " in line}
+    return found
+
+
+def _running(pid: int) -> bool:
+    """Alive and not a zombie: an orphan's zombie waits for whoever reaps orphans here, which is not ours to do."""
+    try:
+        return "\nState:\tZ" not in Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+
+
+def test_a_cancelled_run_leaves_no_mount_or_process(user: str | None, root: Path) -> None:
+    data, out = root / "data", root / "run"
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(root), "LANG": "C.UTF-8"}
+    cmd = [sys.executable, "-c", "from awm_runtime.cli import run_main; raise SystemExit(run_main())", "--worlds",
+           str(data), "--solutions", str(data / "solutions.json"), "--scenarios", "hanging,bystander",
+           "--policy", "sim/oracle", "--expert", "none", "--preflight", "off", "--shards", "1", "--tool-timeout", "60",
+           "--grace", "0.2", "--out", str(out), "--quiet"]
+    proc = subprocess.Popen(_as_user(user, cmd, env) if user is not None else cmd, env=env, cwd=root,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline, seen, mounts = time.monotonic() + 120, set(), set()
+    while time.monotonic() < deadline and proc.poll() is None:
+        seen |= _descendants(proc.pid)
+        mounts = _scenario_mounts(seen)
+        if {m.rsplit("/", 1)[-1] for m in mounts} >= {"hanging", "bystander"}:
+            break
+        time.sleep(0.2)
+    assert {m.rsplit("/", 1)[-1] for m in mounts} >= {"hanging", "bystander"}, (mounts, proc.poll())
+    time.sleep(0.5)  # the hanging episodes are in their calls
+    seen |= _descendants(proc.pid)
+    proc.send_signal(signal.SIGTERM)
+    _, stderr = proc.communicate(timeout=120)
+    assert "stopped early (SIGTERM)" in stderr, stderr[-2000:]
+    assert proc.returncode == 130 or user is not None, stderr[-2000:]  # runuser reports its own SIGTERM
+    time.sleep(0.5)
+    alive = {p for p in seen if _running(p)}
+    assert not alive, [Path(f"/proc/{p}/status").read_text()[:300] for p in alive]
+    assert not mounts & _scenario_mounts(), "a scenario's tmpfs outlived its run"
