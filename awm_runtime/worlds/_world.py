@@ -391,6 +391,11 @@ class AwmWorld:
             raise
         return AwmSession(self, task, prepared, db, str(self.workdir / task.scenario / EPISODES / name))
 
+    def episode_dbs(self) -> list[Path]:
+        """The episode DBs that exist now, of every built scenario (as this process reaches them)."""
+        return [p for sid, state in self._prepared.items() if isinstance(state, _Prepared)
+                for p in Path(self.pool.local(sid), EPISODES).glob("ep-*.db")]
+
     def unverified(self, tasks: Sequence[Task]) -> dict[tuple[str, int], str]:
         """Which of `tasks` cannot be verified in the world's verifier mode, and why. Reads and parses their
         verifier code (about 0.2 ms a task): call it off the event loop."""
