@@ -361,3 +361,16 @@ async def test_scenario_files_outlive_a_zygote_that_died(small_disk_world: Any) 
     assert (await faulty.verify("", [])).result == "complete"
     await bystanders_complete(world)
     await faulty.close()
+
+
+async def test_without_a_mount_namespace_the_quota_is_off_and_said_so(faults_dir: Path) -> None:
+    world = load_worlds(faults_dir, options=WorldOptions(unsafe_no_sandbox=True, world_disk_mib=16))
+    try:
+        by = (await sessions(world, "bystander", 1))[0]
+        assert world.pool.quota_off is not None and "unsafe-no-sandbox" in world.pool.quota_off
+        assert by.db.is_relative_to(world.workdir)  # as before issue 31: a plain directory in the workdir
+        assert json.loads((await by.call_tool(call("count"))).text) == {"rows": 1}
+        assert (await by.verify("", [])).result == "complete"
+        await by.close()
+    finally:
+        await world.aclose()
