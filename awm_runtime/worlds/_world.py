@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import errno
 import functools
 import hashlib
 import itertools
@@ -40,6 +39,7 @@ from awm_runtime._types import Message, Task, ToolCall, ToolResult, ToolSpec, Ve
 from awm_runtime.verifiers import Judge, Sandbox
 from awm_runtime.worlds._dbbuild import BuildReport
 from awm_runtime.worlds._format import Dataset, LoadProblem, Scenario, Solution
+from awm_runtime.worlds._templates import clone_checked, read_template, write_new
 from awm_runtime.worlds._verify import Verifier, VerifierMode
 from awm_runtime.worlds._world_worker import EPISODES
 from awm_runtime.worlds._world_worker_pool import LoadSpec, PoolOptions, WorldWorkerPool
@@ -111,48 +111,6 @@ def _alive(pid: int) -> bool:
 
 
 TEMPLATES = ".templates"  # pristine templates, beside the scenario directories (no scenario id starts with a dot)
-
-
-def read_template(path: Path, size: int, digest: bytes | None = None) -> bytes:
-    """A template's bytes, refused (WorldError) unless they hash to `digest`."""
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-    try:
-        data = os.pread(fd, size + 1, 0)
-        while len(data) <= size and (more := os.pread(fd, size + 1 - len(data), len(data))):
-            data += more
-    finally:
-        os.close(fd)
-    if digest is not None and (len(data) != size or hashlib.sha256(data).digest() != digest):
-        raise WorldError(f"the pristine template {path} changed after it was made (its SHA-256 no longer "
-                         "matches); refusing to use it")
-    return data
-
-
-def write_new(path: Path | str, data: bytes, mode: int, flags: int = 0) -> None:
-    """Write `data` to a file that must not exist yet (O_EXCL), with `mode`."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | flags, mode)
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
-    finally:
-        os.close(fd)
-
-
-def clone_checked(src: Path, dst: Path | str, size: int, digest: bytes, full: str = "") -> None:
-    """Copy the pristine template to `dst` after checking its hash: the bytes checked are the bytes written.
-    No room for it is a WorldError: `full`, when given, says why."""
-    data = read_template(src, size, digest)
-    try:
-        write_new(dst, data, 0o644)
-    except OSError as exc:
-        if isinstance(exc, FileExistsError):
-            raise
-        with contextlib.suppress(OSError):
-            os.unlink(dst)
-        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
-            raise WorldError(full or f"no room for an episode DB in {os.path.dirname(dst)}: {exc.strerror}") from None
-        raise
 
 
 class AwmWorld:
