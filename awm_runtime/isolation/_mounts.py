@@ -3,8 +3,9 @@
 The world zygote enters a mount namespace of its own (`enter_mount_namespace`), after its user namespace,
 so that it may mount there without privileges. Each scenario's directory then gets a tmpfs of its own
 (`mount_quota`) whose `size=` the kernel enforces: a scenario that fills it gets ENOSPC in its own files
-and nobody else's. The runtime, in the first namespace, reaches those files through a directory
-descriptor the zygote sends it (as `/proc/self/fd/N/...`). The namespaces outlive a zygote that dies:
+and nobody else's. The runtime, in the first namespace, reaches those files through a descriptor of the
+mount namespace's root that the zygote sends it (`/proc/self/fd/N/<dir>/...`: one descriptor for every
+scenario). The namespaces outlive a zygote that dies:
 the runtime keeps descriptors of them, and the next zygote joins them (`join_namespaces`).
 """
 
@@ -56,7 +57,7 @@ def join_namespaces(fds: list[int]) -> str:
 
 def mount_quota(directory: str, mib: int) -> int:
     """Mount a tmpfs of `mib` MiB on `directory` (mode 0700, nosuid, nodev, noexec) and return an O_DIRECTORY
-    descriptor of its root."""
+    descriptor of its root (the caller closes it)."""
     options = f"size={mib}m,nr_inodes={max(1024, mib * INODES_PER_MIB)},mode=0700".encode()
     if _libc.mount(b"awm-scenario", directory.encode(), b"tmpfs", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC, options) != 0:
         raise _fail(f"mounting a {mib} MiB tmpfs on {directory}")

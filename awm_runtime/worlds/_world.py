@@ -122,7 +122,7 @@ class AwmWorld:
         self.options = options or WorldOptions()
         self._name = name or dataset.root.name
         self._own_workdir = workdir is None
-        self._workdir = Path(workdir) if workdir else None
+        self._workdir = Path(workdir).absolute() if workdir else None  # workers do not share our cwd
         o = self.options
         self.pool = WorldWorkerPool(PoolOptions(workers=o.workers, tool_timeout_s=o.tool_timeout_s,
                                                 load_timeout_s=o.load_timeout_s, max_workers=o.max_world_workers,

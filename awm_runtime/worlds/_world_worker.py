@@ -324,18 +324,17 @@ class Zygote:
                 os.close(fd)
 
     def mount(self, msg: dict[str, Any]) -> None:
-        """A tmpfs of msg["mib"] MiB on a scenario's directory, with its `episodes/`; its root's descriptor goes
-        back with the reply."""
+        """A tmpfs of msg["mib"] MiB on a scenario's directory, with its `episodes/`."""
         try:
             fd = mount_quota(str(msg["dir"]), int(msg["mib"]))
+            try:
+                os.mkdir(EPISODES, 0o755, dir_fd=fd)
+            finally:
+                os.close(fd)
         except OSError as exc:
             self.control.send(json.dumps({"ok": False, "error": str(exc)}).encode())
             return
-        try:
-            os.mkdir(EPISODES, 0o755, dir_fd=fd)
-            socket.send_fds(self.control, [json.dumps({"ok": True}).encode()], [fd])
-        finally:
-            os.close(fd)
+        self.control.send(json.dumps({"ok": True}).encode())
 
     def serve(self) -> None:
         while True:
@@ -379,7 +378,7 @@ def main() -> None:
         except OSError as exc:
             quota = f"no mount namespace ({exc})"
     elif not args.unsafe:
-        quota = "no user namespace and not root"
+        quota = "the kernel refused new namespaces (no user namespace, and not root)"
     if not args.unsafe:
         prepare_confinement()
     with contextlib.suppress(OSError, AttributeError):
@@ -393,6 +392,8 @@ def main() -> None:
     gc.freeze()
     hello = {"ok": True, "ready": True, "pid": os.getpid(), "namespaces": namespaces, "uid": os.getuid(),
              "quota_off": quota}
+    if not quota:  # last: the root of the mount namespace, from which the runtime reaches the scenarios' files
+        ns_fds.append(os.open("/", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC))
     socket.send_fds(control, [json.dumps(hello).encode()], ns_fds)
     for fd in ns_fds:
         os.close(fd)

@@ -343,7 +343,7 @@ class WorldWorkerPool:
         self._suspects: dict[str, set[_WorldWorker]] = {}
         self._scratch_ids = itertools.count(1)
         self._dirs: dict[str, str] = {}  # scenario -> its directory, as its workers see it
-        self._mounts: dict[str, int] = {}  # scenario -> a descriptor of its tmpfs (its disk quota), if it has one
+        self._mounts: dict[str, str] = {}  # scenario -> where this process reaches its tmpfs (its disk quota)
         self.quota_off: str | None = None  # why scenarios have no disk quota, once a mount was refused
         self.replaced = 0  # workers replaced after a failure
         self.started = 0  # worker processes started
@@ -364,31 +364,28 @@ class WorldWorkerPool:
         workers' mount namespace; return the path by which this process reaches it. Without a mount namespace,
         the directory itself (no quota: `quota_off` says why, logged once)."""
         self._dirs[scenario] = directory
-        fd = await self.zygote.mount(directory, self.options.disk_mib) if not self.options.unsafe else None
-        if fd is None:
+        local = await self.zygote.mount(directory, self.options.disk_mib) if not self.options.unsafe else None
+        if local is None:
+            self._mounts.pop(scenario, None)
             if self.quota_off is None:
                 self.quota_off = str(self.zygote.hello.get("quota_off") or "--unsafe-no-sandbox")
                 log.warning("world_disk_quota_off", why=self.quota_off,
                             note="a scenario's files are bounded one by one (RLIMIT_FSIZE), not in total")
             os.makedirs(os.path.join(directory, EPISODES), exist_ok=True)
             return directory
-        old = self._mounts.pop(scenario, None)
-        if old is not None:
-            os.close(old)
-        self._mounts[scenario] = fd
-        return f"/proc/self/fd/{fd}"
+        self._mounts[scenario] = local
+        return local
 
     def local(self, scenario: str) -> str:
-        """Where this process reaches `scenario`'s directory (through its tmpfs's descriptor, when it has one)."""
-        fd = self._mounts.get(scenario)
-        return self.directory(scenario) if fd is None else f"/proc/self/fd/{fd}"
+        """Where this process reaches `scenario`'s directory (in the workers' mount namespace, when it has a quota)."""
+        return self._mounts.get(scenario) or self.directory(scenario)
 
     def disk_full(self, scenario: str) -> bool:
         """Whether `scenario`'s disk quota is (nearly) used up: less than FULL_BYTES free in its tmpfs."""
-        fd = self._mounts.get(scenario)
-        if fd is None:
+        local = self._mounts.get(scenario)
+        if local is None:
             return False
-        st = os.fstatvfs(fd)
+        st = os.statvfs(local)
         return st.f_bavail * st.f_frsize < FULL_BYTES
 
     def directory(self, scenario: str) -> str:
@@ -519,21 +516,15 @@ class WorldWorkerPool:
         self._specs.pop(scenario, None)
         self._dirs.pop(scenario, None)
         self._quarantine.pop(scenario, None)
-        if (fd := self._mounts.pop(scenario, None)) is not None:
-            os.close(fd)  # the tmpfs goes once its directory is removed and its workers are gone
+        self._mounts.pop(scenario, None)  # its tmpfs goes once its directory is removed and its workers are gone
         for w in [*self.workers.pop(scenario, []), *self._suspects.pop(scenario, set())]:
             reap_later(w.stop())
 
     async def aclose(self) -> None:
         every = [*(w for ws in (*self.workers.values(), *self._suspects.values()) for w in ws)]
         await asyncio.gather(*(w.stop() for w in every), return_exceptions=True)
-        self._close_mounts()
-        await self.zygote.aclose()
-
-    def _close_mounts(self) -> None:
-        for fd in self._mounts.values():
-            os.close(fd)
         self._mounts.clear()
+        await self.zygote.aclose()
 
     def close(self) -> None:
         """Synchronous stop: SIGKILL every worker and the zygote (they hold no state worth saving)."""
@@ -545,5 +536,5 @@ class WorldWorkerPool:
         if self.zygote.proc is not None and self.zygote.proc.returncode is None:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(self.zygote.proc.pid, signal.SIGKILL)
-        self._close_mounts()
+        self._mounts.clear()
         self.zygote.release_namespaces()

@@ -40,8 +40,9 @@ class Zygote:
         self.lock = asyncio.Lock()
         self.hello: dict[str, Any] = {}
         # The first zygote's user and mount namespaces, kept open: a zygote started after it joins them, so the
-        # scenarios' tmpfs mounts (their disk quotas) outlive a zygote that died. Closed by kill().
+        # scenarios' tmpfs mounts (their disk quotas) outlive a zygote that died. Closed by release_namespaces().
         self.namespaces: list[int] = []
+        self.root: int | None = None  # the root of that mount namespace: /proc/self/fd/<root>/<dir> is <dir> there
 
     @property
     def alive(self) -> bool:
@@ -64,16 +65,21 @@ class Zygote:
             theirs.close()
         ours.settimeout(START_TIMEOUT_S)
         try:
-            data, fds, _, _ = await asyncio.to_thread(socket.recv_fds, ours, 1 << 16, 2)
+            data, fds, _, _ = await asyncio.to_thread(socket.recv_fds, ours, 1 << 16, 3)
             self.hello = json.loads(data or b"{}")
         except (OSError, ValueError) as exc:
             ours.close()
             raise WorldError(f"the world zygote did not start ({type(exc).__name__})") from None
-        if self.namespaces:  # a zygote that joined them sends them again
+        if fds and not self.hello.get("quota_off"):  # its namespaces (none when it joined ours), then its root
+            *namespaces, root = fds
+            self.namespaces = self.namespaces or namespaces
+            if self.root is None:
+                self.root = root
+            else:
+                os.close(root)
+        else:
             for fd in fds:
                 os.close(fd)
-        else:
-            self.namespaces = fds
         if not self.hello.get("ready"):
             ours.close()
             raise WorldError("the world zygote did not start")
@@ -111,39 +117,27 @@ class Zygote:
             self.kill()
             raise WorldError(f"starting a world worker failed ({exc})") from None
 
-    async def mount(self, directory: str, mib: int) -> int | None:
-        """A tmpfs of `mib` MiB on `directory` in the zygote's mount namespace, with its `episodes/`: a descriptor
-        of its root (the runtime reaches its files as /proc/self/fd/N/...), or None when the zygote has no
-        mount namespace (`quota_off` in its hello says why). Raises WorldError if the mount failed."""
-        await self.lock.acquire()
-        try:
+    async def mount(self, directory: str, mib: int) -> str | None:
+        """A tmpfs of `mib` MiB on `directory` in the zygote's mount namespace, with its `episodes/`: the path by
+        which this process reaches it (/proc/self/fd/<root>/<directory>), or None when the zygote has no mount
+        namespace (`quota_off` in its hello says why). Raises WorldError if the mount failed. `directory` is
+        absolute (the zygote's working directory is not ours)."""
+        async with self.lock:
             sock = await self._ensure()
-        except BaseException:
-            self.lock.release()
-            raise
-        if self.hello.get("quota_off"):
-            self.lock.release()
-            return None
+            if self.hello.get("quota_off") or self.root is None:
+                return None
 
-        def go() -> int:
-            sock.send(json.dumps({"op": "mount", "dir": directory, "mib": mib}).encode())
-            data, fds, _, _ = socket.recv_fds(sock, 1 << 16, 1)
-            reply = json.loads(data or b"{}")
-            if not reply.get("ok") or len(fds) != 1:
-                for fd in fds:
-                    os.close(fd)
-                raise OSError(reply.get("error") or "the world zygote did not answer")
-            return fds[0]
+            def go() -> None:
+                sock.send(json.dumps({"op": "mount", "dir": directory, "mib": mib}).encode())
+                reply = json.loads(sock.recv(1 << 16) or b"{}")
+                if not reply.get("ok"):
+                    raise OSError(reply.get("error") or "the world zygote did not answer")
 
-        task = asyncio.ensure_future(asyncio.to_thread(go))
-        task.add_done_callback(lambda _: self.lock.release())
-        try:
-            return await asyncio.shield(task)
-        except asyncio.CancelledError:
-            task.add_done_callback(_close_result)
-            raise
-        except (OSError, ValueError) as exc:
-            raise WorldError(f"the disk quota of {directory} could not be set up ({exc})") from None
+            try:
+                await asyncio.to_thread(go)
+            except (OSError, ValueError) as exc:
+                raise WorldError(f"the disk quota of {directory} could not be set up ({exc})") from None
+            return f"/proc/self/fd/{self.root}{directory}"
 
     async def status(self, pid: int) -> int | None:
         async with self.lock:
@@ -171,9 +165,9 @@ class Zygote:
 
     def release_namespaces(self) -> None:
         """Close the namespaces' descriptors: once the zygote and its workers are gone, so are the mounts."""
-        for fd in self.namespaces:
+        for fd in [*self.namespaces, *([] if self.root is None else [self.root])]:
             os.close(fd)
-        self.namespaces = []
+        self.namespaces, self.root = [], None
 
     async def aclose(self) -> None:
         proc = self.proc
@@ -192,12 +186,6 @@ def _discard_worker(task: asyncio.Future[tuple[int, list[int]]]) -> None:
         os.close(fd)
     with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signal.SIGKILL)
-
-
-def _close_result(task: asyncio.Future[int]) -> None:
-    """A mount's descriptor that arrived for a caller cancelled meanwhile."""
-    if not task.cancelled() and task.exception() is None:
-        os.close(task.result())
 
 
 def reap_later(coro: Any) -> None:
