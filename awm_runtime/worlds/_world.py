@@ -283,9 +283,9 @@ class AwmWorld:
             self._drop_files(scenario_id)
             return self._fail(scenario_id, self.disk_full_text(scenario_id, "cannot run: its build and import "
                                                                             "filled its disk"))
+        full = self.disk_full_text(scenario_id) if self.pool.quota_off is None else ""
         self.pool.register(scenario_id, LoadSpec(source_code, functools.partial(
-            clone_checked, pristine, size=size, digest=digest, full=self.disk_full_text(scenario_id)),
-            self.options.foreign_keys))
+            clone_checked, pristine, size=size, digest=digest, full=full), self.options.foreign_keys))
         tools = [ToolSpec(name=t["name"], description=t["description"], input_schema=t["input_schema"])
                  for t in reply["tools"]]
         self._tool_names[scenario_id] = tuple(t.name for t in tools)
