@@ -133,8 +133,15 @@ class Zygote:
                 if not reply.get("ok"):
                     raise OSError(reply.get("error") or "the world zygote did not answer")
 
+            # Shielded: a caller cancelled mid-exchange must not leave its reply for the next one to read.
+            exchange = asyncio.ensure_future(asyncio.to_thread(go))
             try:
-                await asyncio.to_thread(go)
+                await asyncio.shield(exchange)
+            except asyncio.CancelledError:
+                await asyncio.wait([exchange])  # holding the lock until the socket is free again
+                if not exchange.cancelled():
+                    exchange.exception()  # retrieved: the caller is gone, and so is its interest in it
+                raise
             except (OSError, ValueError) as exc:
                 raise WorldError(f"the disk quota of {directory} could not be set up ({exc})") from None
             return f"/proc/self/fd/{self.root}{directory}"

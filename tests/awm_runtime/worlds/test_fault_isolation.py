@@ -374,3 +374,22 @@ async def test_without_a_mount_namespace_the_quota_is_off_and_said_so(faults_dir
         await by.close()
     finally:
         await world.aclose()
+
+
+async def test_an_opener_cancelled_while_its_scenario_gets_its_disk_leaves_the_world_usable(faults_dir: Path) -> None:
+    world = load_worlds(faults_dir, options=WorldOptions(world_disk_mib=16))
+    task = next(t for t in world.tasks() if t.scenario == "bystander")
+    try:
+        await world.pool.start()
+        opening = asyncio.ensure_future(world.open(task, episode_id="cancelled"))
+        for _ in range(3):  # into the build: past the zygote's start, at the mount or the spawn
+            await asyncio.sleep(0)
+        opening.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await opening
+        by = await world.open(task, episode_id="after")  # the build went on; the control socket is in step
+        assert json.loads((await by.call_tool(call("count"))).text) == {"rows": 1}
+        assert f"{world.workdir / 'bystander'} " in mounts(world.pool.zygote.proc.pid)
+        await by.close()
+    finally:
+        await world.aclose()
