@@ -22,6 +22,23 @@ def fail(message: str, prog: str) -> NoReturn:
     raise SystemExit(EXIT_CONFIG)
 
 
+def disk_mib(text: str) -> int:
+    """`--world-disk-mib`: a scenario's disk quota in MiB, at least MIN_DISK_MIB."""
+    from awm_runtime.worlds._world import MIN_DISK_MIB
+
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of MiB") from None
+    if value < MIN_DISK_MIB:
+        raise argparse.ArgumentTypeError(f"a scenario needs at least {MIN_DISK_MIB} MiB, got {value}")
+    return value
+
+
+DISK_HELP = ("MiB all of one scenario's files may take together: its template, imports and open episodes' DBs "
+             "(default 256; at least 16). A scenario past it fails its own episodes as world_error")
+
+
 class Parser(argparse.ArgumentParser):
     """argparse with the one-line usage error the README promises: `PROG: error: WHAT (see PROG --help)`."""
 

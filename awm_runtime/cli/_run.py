@@ -12,7 +12,7 @@ from typing import Any
 
 from awm_runtime._config import build_run_config
 from awm_runtime._errors import ConfigError
-from awm_runtime.cli._common import EXIT_INTERRUPTED, EXIT_UNRECORDED, Parser, guarded
+from awm_runtime.cli._common import DISK_HELP, EXIT_INTERRUPTED, EXIT_UNRECORDED, Parser, disk_mib, guarded
 from awm_runtime.models import load_toml
 
 DESCRIPTION = """Run concurrent agent episodes on AWM worlds and write a run directory.
@@ -103,6 +103,7 @@ def parser() -> argparse.ArgumentParser:
       help="seconds a tool call may take before its episode ends as a world error (default 30)")
     a("--world-workers", type=int, metavar="N", help="most world worker processes per scenario (default: one per "
                                                      "core, 2 to 8)")
+    a("--world-disk-mib", type=disk_mib, metavar="MIB", help=DISK_HELP)
     a("--unsafe-no-sandbox", action="store_true", default=None,
       help="run world and verifier code unconfined, with your files, network and keys in reach: only for "
            "machines that cannot confine it (no Landlock or seccomp) and datasets you trust")

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from awm_runtime.cli._common import Parser, guarded
+from awm_runtime.cli._common import DISK_HELP, Parser, disk_mib, guarded
 
 
 def parser() -> argparse.ArgumentParser:
@@ -32,6 +32,7 @@ def parser() -> argparse.ArgumentParser:
     ck.add_argument("--config", type=Path, metavar="awm.toml", help="model aliases (for --judge)")
     ck.add_argument("--foreign-keys", action="store_true", help="enforce PRAGMA foreign_keys in world DBs")
     ck.add_argument("--tool-timeout", type=float, default=30.0, metavar="S", help="seconds per tool call (default 30)")
+    ck.add_argument("--world-disk-mib", type=disk_mib, default=256, metavar="MIB", help=DISK_HELP)
     ck.add_argument("--concurrency", type=int, default=4, metavar="N", help="tasks checked at once (default 4)")
     ck.add_argument("--json", action="store_true", help="stable JSON on stdout")
     ck.add_argument("--unsafe-no-sandbox", action="store_true",
@@ -103,7 +104,8 @@ async def _run_check(args: argparse.Namespace) -> dict[str, Any]:
     world = load_local_worlds(args.worlds, solutions=args.solutions,
                               options=WorldOptions(verifier=args.verifier, foreign_keys=args.foreign_keys,
                                                    tool_timeout_s=args.tool_timeout,
-                                                   unsafe_no_sandbox=args.unsafe_no_sandbox))
+                                                   unsafe_no_sandbox=args.unsafe_no_sandbox,
+                                                   world_disk_mib=args.world_disk_mib))
     try:
         if args.verifier == "sql":
             world.judge = await _judge(args)

@@ -23,7 +23,7 @@ from awm_runtime.models import ModelConfig, ModelRegistry, apply_routes, load_re
 OPERATIONAL = frozenset({
     "scenarios", "tasks", "split", "exclude_trivial", "repeats", "concurrency", "shards", "grace_s", "preflight",
     "model_procs", "world_workers", "out", "resume", "config_path", "policy_key_env", "expert_key_env",
-    "judge_key_env", "models", "ray", "unsafe_no_sandbox", "checkpoint",
+    "judge_key_env", "models", "ray", "unsafe_no_sandbox", "checkpoint", "world_disk_mib",
 })
 # What a model definition means: what is called, where, and how. Limits, timeouts and keys are not.
 MODEL_MEANING = ("model", "api_base", "protocol", "params", "transport", "tool_result_role")

@@ -13,7 +13,11 @@ The DB files are read-only while the verifier runs. Whose fault a failure is dec
 from __future__ import annotations
 
 import ast
+import asyncio
 import contextlib
+import os
+import shutil
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -80,6 +84,20 @@ def read_only(path: Path) -> Any:
             path.chmod(mode)
 
 
+def _snapshot(db: Path, folder: Path) -> Path:
+    """A read-only copy of an episode DB that this process reaches through its scenario's tmpfs descriptor
+    (`/proc/self/fd/N/...`), in `folder` (beside the pristine templates: no world worker reaches it)."""
+    fd, name = tempfile.mkstemp(prefix=".final-", suffix=".db", dir=folder)
+    os.close(fd)
+    try:
+        shutil.copyfile(db, name)
+        os.chmod(name, 0o444)
+    except BaseException:
+        os.unlink(name)
+        raise
+    return Path(name)
+
+
 class Verifier:
     """Runs a task's verifier in the sandbox and turns what it returns into a Verdict.
 
@@ -126,6 +144,12 @@ class Verifier:
                        final_answer: str) -> SandboxResult:
         """Run the verifier function: what it returned, or why it did not."""
         function = find_function_name(verifier.code, DEFAULT_FUNCTION[verifier.mode])
+        if str(final_db).startswith("/proc/"):  # no other process can follow this process's descriptors
+            snapshot = await asyncio.to_thread(_snapshot, final_db, initial_db.parent)
+            try:
+                return await self.evidence(verifier, initial_db, snapshot, final_answer)
+            finally:
+                snapshot.unlink(missing_ok=True)
         kwargs = {"initial_db_path": str(initial_db), "final_db_path": str(final_db), "final_answer": final_answer}
         with read_only(final_db):
             return await self.sandbox.run(verifier.code, function, kwargs, timeout_s=self.timeout_s,

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import errno
 import functools
 import hashlib
 import itertools
@@ -40,11 +39,13 @@ from awm_runtime._types import Message, Task, ToolCall, ToolResult, ToolSpec, Ve
 from awm_runtime.verifiers import Judge, Sandbox
 from awm_runtime.worlds._dbbuild import BuildReport
 from awm_runtime.worlds._format import Dataset, LoadProblem, Scenario, Solution
+from awm_runtime.worlds._templates import clone_checked, read_template, write_new
 from awm_runtime.worlds._verify import Verifier, VerifierMode
 from awm_runtime.worlds._world_worker import EPISODES
 from awm_runtime.worlds._world_worker_pool import LoadSpec, PoolOptions, WorldWorkerPool
 
 log = structlog.get_logger("awm_runtime.worlds")
+MIN_DISK_MIB = 16  # a scenario's smallest disk quota (--world-disk-mib)
 INLINE_CLONE_BYTES = 4 << 20  # below this a clone takes less time than a hop to a thread
 
 
@@ -64,6 +65,7 @@ class WorldOptions:
     validate_arguments: bool = True  # as mcp's server does before a fastapi-mcp tool runs
     unsafe_no_sandbox: bool = False  # run dataset code unconfined (rlimits only): --unsafe-no-sandbox
     keep_idle_scenarios: int = 8  # built scenarios kept ready after their last episode; older ones are evicted
+    world_disk_mib: int = 256  # all of a scenario's files together (its template, imports, episode DBs)
 
 
 @dataclass(slots=True)
@@ -111,47 +113,6 @@ def _alive(pid: int) -> bool:
 TEMPLATES = ".templates"  # pristine templates, beside the scenario directories (no scenario id starts with a dot)
 
 
-def read_template(path: Path, size: int, digest: bytes | None = None) -> bytes:
-    """A template's bytes, refused (WorldError) unless they hash to `digest`."""
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-    try:
-        data = os.pread(fd, size + 1, 0)
-        while len(data) <= size and (more := os.pread(fd, size + 1 - len(data), len(data))):
-            data += more
-    finally:
-        os.close(fd)
-    if digest is not None and (len(data) != size or hashlib.sha256(data).digest() != digest):
-        raise WorldError(f"the pristine template {path} changed after it was made (its SHA-256 no longer "
-                         "matches); refusing to use it")
-    return data
-
-
-def write_new(path: Path | str, data: bytes, mode: int, flags: int = 0) -> None:
-    """Write `data` to a file that must not exist yet (O_EXCL), with `mode`."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | flags, mode)
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
-    finally:
-        os.close(fd)
-
-
-def clone_checked(src: Path, dst: Path | str, size: int, digest: bytes) -> None:
-    """Copy the pristine template to `dst` after checking its hash: the bytes checked are the bytes written."""
-    data = read_template(src, size, digest)
-    try:
-        write_new(dst, data, 0o644)
-    except OSError as exc:
-        if isinstance(exc, FileExistsError):
-            raise
-        with contextlib.suppress(OSError):
-            os.unlink(dst)
-        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
-            raise WorldError(f"no room for an episode DB in {os.path.dirname(dst)}: {exc.strerror}") from None
-        raise
-
-
 class AwmWorld:
     """Serves every scenario of a dataset. Templates and app imports are built once, lazily."""
 
@@ -161,12 +122,12 @@ class AwmWorld:
         self.options = options or WorldOptions()
         self._name = name or dataset.root.name
         self._own_workdir = workdir is None
-        self._workdir = Path(workdir) if workdir else None
+        self._workdir = Path(workdir).absolute() if workdir else None  # workers do not share our cwd
         o = self.options
         self.pool = WorldWorkerPool(PoolOptions(workers=o.workers, tool_timeout_s=o.tool_timeout_s,
                                                 load_timeout_s=o.load_timeout_s, max_workers=o.max_world_workers,
                                                 memory_mb=o.world_memory_mb, validate_arguments=o.validate_arguments,
-                                                unsafe=o.unsafe_no_sandbox))
+                                                unsafe=o.unsafe_no_sandbox, disk_mib=o.world_disk_mib))
         self.sandbox = Sandbox(memory_mb=o.verifier_memory_mb, unsafe=o.unsafe_no_sandbox)
         self.problems: list[LoadProblem] = list(dataset.problems)
         self.verifier = Verifier(self.sandbox, dataset, mode=o.verifier, timeout_s=o.verifier_timeout_s, judge=judge,
@@ -280,8 +241,7 @@ class AwmWorld:
         state = self._prepared.pop(scenario_id)
         assert isinstance(state, _Prepared)
         self._idle.pop(scenario_id, None)
-        self.pool.evict(scenario_id)  # its workers are stopped: a process is how a module's memory goes
-        shutil.rmtree(self.workdir / scenario_id, ignore_errors=True)  # the (empty) episodes/
+        self._drop_files(scenario_id)
         state.template.unlink(missing_ok=True)
         self.evictions += 1
         log.debug("scenario_evicted", scenario=scenario_id)
@@ -289,10 +249,11 @@ class AwmWorld:
     async def _build(self, scenario_id: str) -> _Prepared | _Failed:
         self.builds += 1
         directory = self.workdir / scenario_id  # all its workers may reach: initial.db and episodes/
-        (directory / EPISODES).mkdir(parents=True, exist_ok=True)
-        template = directory / "initial.db"
+        directory.mkdir(parents=True, exist_ok=True)
+        template = directory / "initial.db"  # as its workers see it
         try:
             source = await asyncio.to_thread(self.dataset.source, scenario_id)
+            local = Path(await self.pool.make_directory(scenario_id, str(directory)))
         except WorldError as exc:
             return self._fail(scenario_id, str(exc))
         payload = {"code": source.full_code, "inserts": [list(i) for i in source.inserts],
@@ -308,20 +269,41 @@ class AwmWorld:
         if not reply.get("ok"):
             stage = {"build": "its database failed to build", "import": "its full_code failed to import"}
             why = stage.get(reply.get("stage", ""), "it failed to load")
-            return self._fail(scenario_id, f"scenario {scenario_id!r} cannot run: {why}: {reply.get('error')}")
+            quota = f" ({self.disk_full_text(scenario_id)})" if self.pool.disk_full(scenario_id) else ""
+            self._drop_files(scenario_id)
+            return self._fail(scenario_id, f"scenario {scenario_id!r} cannot run: {why}: {reply.get('error')}{quota}")
         try:
-            pristine, size, digest = await asyncio.to_thread(self._keep_pristine, scenario_id, template)
+            pristine, size, digest = await asyncio.to_thread(self._keep_pristine, scenario_id, local / "initial.db")
         except OSError as exc:
+            self._drop_files(scenario_id)
             return self._fail(scenario_id, f"scenario {scenario_id!r} cannot run: its template could not be "
                                            f"kept ({exc})")
+        if self.pool.disk_full(scenario_id):  # what its build and import left leaves no room for an episode
+            pristine.unlink(missing_ok=True)
+            self._drop_files(scenario_id)
+            return self._fail(scenario_id, self.disk_full_text(scenario_id, "cannot run: its build and import "
+                                                                            "filled its disk"))
+        full = self.disk_full_text(scenario_id) if self.pool.quota_off is None else ""
         self.pool.register(scenario_id, LoadSpec(source_code, functools.partial(
-            clone_checked, pristine, size=size, digest=digest), self.options.foreign_keys))
+            clone_checked, pristine, size=size, digest=digest, full=full), self.options.foreign_keys))
         tools = [ToolSpec(name=t["name"], description=t["description"], input_schema=t["input_schema"])
                  for t in reply["tools"]]
         self._tool_names[scenario_id] = tuple(t.name for t in tools)
         log.info("scenario_loaded", scenario=scenario_id, tools=len(tools), elapsed_ms=round(reply["elapsed_ms"], 1),
                  fds_swept=reply.get("fds_swept", 0))
         return _Prepared(pristine, tools, size, digest)
+
+    def _drop_files(self, scenario_id: str) -> None:
+        """Stop the scenario's workers (a process is how a module's memory goes) and remove its directory: removing
+        it detaches its tmpfs in the workers' mount namespace, whose memory goes with the last file held open."""
+        self.pool.evict(scenario_id)
+        shutil.rmtree(self.workdir / scenario_id, ignore_errors=True)
+
+    def disk_full_text(self, scenario_id: str, what: str = "is out of disk space") -> str:
+        """Why a scenario's files no longer fit, and how to give them more room."""
+        mib = self.options.world_disk_mib
+        return (f"scenario {scenario_id!r} {what}: its files are limited to {mib} MiB in all (raise it with "
+                f"--world-disk-mib, or WorldOptions.world_disk_mib)")
 
     def _keep_pristine(self, scenario_id: str, built: Path) -> tuple[Path, int, bytes]:
         """Copy the DB the worker built and imported against to where no worker can reach, read-only, and hash
@@ -355,15 +337,22 @@ class AwmWorld:
         self._hold(task.scenario)
         try:
             prepared = await self._prepare(task.scenario)
-            db = self.workdir / task.scenario / EPISODES / f"ep-{episode_id}-{next(self._ids)}.db"
+            name = f"ep-{episode_id}-{next(self._ids)}.db"
+            db = Path(self.pool.local(task.scenario), EPISODES, name)
+            full = self.disk_full_text(task.scenario) if self.pool.quota_off is None else ""
             if prepared.size <= INLINE_CLONE_BYTES:
-                clone_checked(prepared.template, db, prepared.size, prepared.digest)
+                clone_checked(prepared.template, db, prepared.size, prepared.digest, full)
             else:
-                await asyncio.to_thread(clone_checked, prepared.template, db, prepared.size, prepared.digest)
+                await asyncio.to_thread(clone_checked, prepared.template, db, prepared.size, prepared.digest, full)
         except BaseException:
             self._unhold(task.scenario)
             raise
-        return AwmSession(self, task, prepared, db)
+        return AwmSession(self, task, prepared, db, str(self.workdir / task.scenario / EPISODES / name))
+
+    def episode_dbs(self) -> list[Path]:
+        """The episode DBs that exist now, of every built scenario (as this process reaches them)."""
+        return [p for sid, state in self._prepared.items() if isinstance(state, _Prepared)
+                for p in Path(self.pool.local(sid), EPISODES).glob("ep-*.db")]
 
     def unverified(self, tasks: Sequence[Task]) -> dict[tuple[str, int], str]:
         """Which of `tasks` cannot be verified in the world's verifier mode, and why. Reads and parses their
@@ -407,7 +396,8 @@ class AwmSession:
     _world: AwmWorld
     _task: Task
     _prepared: _Prepared
-    db: Path
+    db: Path  # where this process reaches the episode's DB (through its scenario's tmpfs when it has one)
+    worker_db: str  # the same file as the scenario's world workers see it
     _closed: bool = field(default=False)
 
     @property
@@ -422,8 +412,11 @@ class AwmSession:
         if self._closed:
             raise WorldError("tool call on a closed world session")
         started = time.perf_counter()
-        reply: dict[str, Any] = await self._world.pool.call(self._task.scenario, str(self.db), call.name,
-                                                           call.arguments)
+        pool = self._world.pool
+        reply: dict[str, Any] = await pool.call(self._task.scenario, self.worker_db, call.name, call.arguments)
+        if reply["is_error"] and reply.get("status") == 500 and pool.disk_full(self._task.scenario):
+            raise WorldError(f"tool {call.name!r} failed with its scenario's disk full: "
+                             f"{self._world.disk_full_text(self._task.scenario)}")
         return ToolResult(text=reply["text"], is_error=bool(reply["is_error"]), status=reply.get("status"),
                           elapsed_ms=(time.perf_counter() - started) * 1000)
 

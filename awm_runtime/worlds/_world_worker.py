@@ -51,6 +51,7 @@ from awm_runtime.isolation import (
     write_all,
 )
 from awm_runtime.isolation import prepare as prepare_confinement
+from awm_runtime.isolation._mounts import enter_mount_namespace, join_namespaces, mount_quota, namespace_fds
 from awm_runtime.worlds._dbbuild import build_database
 from awm_runtime.worlds._format import ScenarioSource, TableDef
 from awm_runtime.worlds._host import ScenarioHost
@@ -322,6 +323,19 @@ class Zygote:
             for fd in (req_w, rep_r, err_r):
                 os.close(fd)
 
+    def mount(self, msg: dict[str, Any]) -> None:
+        """A tmpfs of msg["mib"] MiB on a scenario's directory, with its `episodes/`."""
+        try:
+            fd = mount_quota(str(msg["dir"]), int(msg["mib"]))
+            try:
+                os.mkdir(EPISODES, 0o755, dir_fd=fd)
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            self.control.send(json.dumps({"ok": False, "error": str(exc)}).encode())
+            return
+        self.control.send(json.dumps({"ok": True}).encode())
+
     def serve(self) -> None:
         while True:
             try:
@@ -334,6 +348,8 @@ class Zygote:
             self._reap()
             if msg.get("op") == "spawn":
                 self.spawn(msg)
+            elif msg.get("op") == "mount":
+                self.mount(msg)
             elif msg.get("op") == "status":
                 pid = int(msg["pid"])
                 self._reap(block_for=pid)
@@ -347,10 +363,22 @@ def main() -> None:
     parser.add_argument("--parent", type=int, required=True)
     parser.add_argument("--control", type=int, required=True)
     parser.add_argument("--unsafe", action="store_true")
+    parser.add_argument("--join", default="", help="namespace descriptors of an earlier zygote, comma-separated")
     args = parser.parse_args()
     die_with_parent(args.parent)
     control = socket.socket(fileno=args.control)
-    namespaces = "" if args.unsafe else enter_namespaces()  # before any import can start a thread
+    # Before any import can start a thread: namespaces, then a mount namespace for the scenarios' disk quotas.
+    namespaces, quota, ns_fds = "", "the world runs with --unsafe-no-sandbox (rlimits only)", []
+    if args.join:
+        namespaces, quota = join_namespaces([int(fd) for fd in args.join.split(",")]), ""
+    elif not args.unsafe and (namespaces := enter_namespaces()):
+        try:
+            enter_mount_namespace()
+            ns_fds, quota = namespace_fds(user=namespaces.startswith("user")), ""
+        except OSError as exc:
+            quota = f"no mount namespace ({exc})"
+    elif not args.unsafe:
+        quota = "the kernel refused new namespaces (no user namespace, and not root)"
     if not args.unsafe:
         prepare_confinement()
     with contextlib.suppress(OSError, AttributeError):
@@ -362,8 +390,13 @@ def main() -> None:
     # touch (and copy) every page inherited from the zygote.
     gc.collect()
     gc.freeze()
-    control.send(json.dumps({"ok": True, "ready": True, "pid": os.getpid(), "namespaces": namespaces,
-                             "uid": os.getuid()}).encode())
+    hello = {"ok": True, "ready": True, "pid": os.getpid(), "namespaces": namespaces, "uid": os.getuid(),
+             "quota_off": quota}
+    if not quota:  # last: the root of the mount namespace, from which the runtime reaches the scenarios' files
+        ns_fds.append(os.open("/", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC))
+    socket.send_fds(control, [json.dumps(hello).encode()], ns_fds)
+    for fd in ns_fds:
+        os.close(fd)
     try:
         Zygote(control, args.parent, args.unsafe).serve()
     finally:

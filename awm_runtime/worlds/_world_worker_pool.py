@@ -33,6 +33,7 @@ import structlog
 
 from awm_runtime._errors import WorldError
 from awm_runtime.isolation import MAX_FRAME, FrameError, encode, read_frame
+from awm_runtime.worlds._world_worker import EPISODES
 from awm_runtime.worlds._world_zygote import Zygote, exit_text, reap_later
 
 log = structlog.get_logger("awm_runtime.worlds")
@@ -44,6 +45,7 @@ log = structlog.get_logger("awm_runtime.worlds")
 # scenario with a penalty of 8, 1.0 with 64.)
 LOAD_PENALTY = 64
 RECYCLE_CPU_SHARE = 0.8  # a worker that has used this share of its CPU limit is replaced between requests
+FULL_BYTES = 1 << 20  # a scenario's tmpfs with less free is full: a failure in it is blamed on its quota
 SUSPECTS = 8  # calls of a scenario run again at once, each alone in a worker of its own, after a worker died
 
 
@@ -61,6 +63,7 @@ class PoolOptions:
     memory_mb: int = 1024  # each worker's address space
     cpu_s: int = 600  # each worker's CPU seconds (it is replaced before it reaches them)
     file_mb: int = 1024  # largest file (episode DB) a worker may write
+    disk_mib: int = 256  # all of a scenario's files together (a tmpfs of this size on its directory)
     unsafe: bool = False  # --unsafe-no-sandbox: rlimits only
 
 
@@ -256,12 +259,13 @@ class _WorldWorker:
 
     async def _load(self) -> None:
         msg = await self.pool.load_message(self.scenario)
+        scratch = msg.pop("local")
         try:
             reply = await self._exchange(msg, self.pool.options.load_timeout_s,
                                          f"importing scenario {self.scenario!r}")
         finally:
             with contextlib.suppress(OSError):
-                os.unlink(msg["template"])  # the scratch copy (the worker may no longer remove files)
+                os.unlink(scratch)  # the scratch copy (the worker may no longer remove files)
         if not reply.get("ok"):
             self.kill()
             raise WorldError(f"scenario {self.scenario!r} failed to import: {reply.get('error')}")
@@ -343,7 +347,9 @@ class WorldWorkerPool:
         self._quarantine: dict[str, asyncio.Semaphore] = {}
         self._suspects: dict[str, set[_WorldWorker]] = {}
         self._scratch_ids = itertools.count(1)
-        self._dirs: dict[str, str] = {}
+        self._dirs: dict[str, str] = {}  # scenario -> its directory, as its workers see it
+        self._mounts: dict[str, str] = {}  # scenario -> where this process reaches its tmpfs (its disk quota)
+        self.quota_off: str | None = None  # why scenarios have no disk quota, once a mount was refused
         self.replaced = 0  # workers replaced after a failure
         self.started = 0  # worker processes started
         self.imports = 0  # scenario imports (a build imports too), for the residency figures
@@ -358,6 +364,35 @@ class WorldWorkerPool:
         async with self.zygote.lock:
             await self.zygote._ensure()
 
+    async def make_directory(self, scenario: str, directory: str) -> str:
+        """Give `scenario` its directory (which must exist), with a tmpfs of `disk_mib` MiB mounted on it in the
+        workers' mount namespace; return the path by which this process reaches it. Without a mount namespace,
+        the directory itself (no quota: `quota_off` says why, logged once)."""
+        self._dirs[scenario] = directory
+        local = await self.zygote.mount(directory, self.options.disk_mib) if not self.options.unsafe else None
+        if local is None:
+            self._mounts.pop(scenario, None)
+            if self.quota_off is None:
+                self.quota_off = str(self.zygote.hello.get("quota_off") or "--unsafe-no-sandbox")
+                log.warning("world_disk_quota_off", why=self.quota_off,
+                            note="a scenario's files are bounded one by one (RLIMIT_FSIZE), not in total")
+            os.makedirs(os.path.join(directory, EPISODES), exist_ok=True)
+            return directory
+        self._mounts[scenario] = local
+        return local
+
+    def local(self, scenario: str) -> str:
+        """Where this process reaches `scenario`'s directory (in the workers' mount namespace, when it has a quota)."""
+        return self._mounts.get(scenario) or self.directory(scenario)
+
+    def disk_full(self, scenario: str) -> bool:
+        """Whether `scenario`'s disk quota is (nearly) used up: less than FULL_BYTES free in its tmpfs."""
+        local = self._mounts.get(scenario)
+        if local is None:
+            return False
+        st = os.statvfs(local)
+        return st.f_bavail * st.f_frsize < FULL_BYTES
+
     def directory(self, scenario: str) -> str:
         directory = self._dirs.get(scenario)
         if directory is None:
@@ -369,9 +404,11 @@ class WorldWorkerPool:
         spec = self._specs.get(scenario)
         if spec is None:
             raise WorldError(f"scenario {scenario!r} has not been built")
-        scratch = os.path.join(self.directory(scenario), f"import-{next(self._scratch_ids)}.db")
+        name = f"import-{next(self._scratch_ids)}.db"
+        scratch = os.path.join(self.local(scenario), name)
         await asyncio.to_thread(spec.clone, scratch)
-        return {"op": "load", "scenario": scenario, "code": spec.code, "template": scratch,
+        return {"op": "load", "scenario": scenario, "code": spec.code, "local": scratch,
+                "template": os.path.join(self.directory(scenario), name),
                 "foreign_keys": spec.foreign_keys, "validate_arguments": self.options.validate_arguments}
 
     def _pick(self, scenario: str) -> _WorldWorker:
@@ -484,12 +521,14 @@ class WorldWorkerPool:
         self._specs.pop(scenario, None)
         self._dirs.pop(scenario, None)
         self._quarantine.pop(scenario, None)
+        self._mounts.pop(scenario, None)  # its tmpfs goes once its directory is removed and its workers are gone
         for w in [*self.workers.pop(scenario, []), *self._suspects.pop(scenario, set())]:
             reap_later(w.stop())
 
     async def aclose(self) -> None:
         every = [*(w for ws in (*self.workers.values(), *self._suspects.values()) for w in ws)]
         await asyncio.gather(*(w.stop() for w in every), return_exceptions=True)
+        self._mounts.clear()
         await self.zygote.aclose()
 
     def close(self) -> None:
@@ -502,3 +541,5 @@ class WorldWorkerPool:
         if self.zygote.proc is not None and self.zygote.proc.returncode is None:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(self.zygote.proc.pid, signal.SIGKILL)
+        self._mounts.clear()
+        self.zygote.release_namespaces()

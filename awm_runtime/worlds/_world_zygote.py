@@ -39,6 +39,10 @@ class Zygote:
         self.sock: socket.socket | None = None
         self.lock = asyncio.Lock()
         self.hello: dict[str, Any] = {}
+        # The first zygote's user and mount namespaces, kept open: a zygote started after it joins them, so the
+        # scenarios' tmpfs mounts (their disk quotas) outlive a zygote that died. Closed by release_namespaces().
+        self.namespaces: list[int] = []
+        self.root: int | None = None  # the root of that mount namespace: /proc/self/fd/<root>/<dir> is <dir> there
 
     @property
     def alive(self) -> bool:
@@ -49,21 +53,33 @@ class Zygote:
             return self.sock
         mark_private()  # before any dataset code runs: our memory and environment are then unreadable to it
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        join = ["--join", ",".join(map(str, self.namespaces))] if self.namespaces else []
         try:
             self.proc = await asyncio.create_subprocess_exec(
                 sys.executable, "-I", "-m", self.module, "--parent", str(os.getpid()),
-                "--control", str(theirs.fileno()), *(["--unsafe"] if self.unsafe else []),
+                "--control", str(theirs.fileno()), *(["--unsafe"] if self.unsafe else []), *join,
                 stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL,
                 stderr=asyncio.subprocess.DEVNULL, env=scrubbed_env(), start_new_session=True,
-                pass_fds=(theirs.fileno(),))
+                pass_fds=(theirs.fileno(), *self.namespaces))
         finally:
             theirs.close()
         ours.settimeout(START_TIMEOUT_S)
         try:
-            self.hello = json.loads(await asyncio.to_thread(ours.recv, 1 << 16) or b"{}")
+            data, fds, _, _ = await asyncio.to_thread(socket.recv_fds, ours, 1 << 16, 3)
+            self.hello = json.loads(data or b"{}")
         except (OSError, ValueError) as exc:
             ours.close()
             raise WorldError(f"the world zygote did not start ({type(exc).__name__})") from None
+        if fds and not self.hello.get("quota_off"):  # its namespaces (none when it joined ours), then its root
+            *namespaces, root = fds
+            self.namespaces = self.namespaces or namespaces
+            if self.root is None:
+                self.root = root
+            else:
+                os.close(root)
+        else:
+            for fd in fds:
+                os.close(fd)
         if not self.hello.get("ready"):
             ours.close()
             raise WorldError("the world zygote did not start")
@@ -101,6 +117,35 @@ class Zygote:
             self.kill()
             raise WorldError(f"starting a world worker failed ({exc})") from None
 
+    async def mount(self, directory: str, mib: int) -> str | None:
+        """A tmpfs of `mib` MiB on `directory` in the zygote's mount namespace, with its `episodes/`: the path by
+        which this process reaches it (/proc/self/fd/<root>/<directory>), or None when the zygote has no mount
+        namespace (`quota_off` in its hello says why). Raises WorldError if the mount failed. `directory` is
+        absolute (the zygote's working directory is not ours)."""
+        async with self.lock:
+            sock = await self._ensure()
+            if self.hello.get("quota_off") or self.root is None:
+                return None
+
+            def go() -> None:
+                sock.send(json.dumps({"op": "mount", "dir": directory, "mib": mib}).encode())
+                reply = json.loads(sock.recv(1 << 16) or b"{}")
+                if not reply.get("ok"):
+                    raise OSError(reply.get("error") or "the world zygote did not answer")
+
+            # Shielded: a caller cancelled mid-exchange must not leave its reply for the next one to read.
+            exchange = asyncio.ensure_future(asyncio.to_thread(go))
+            try:
+                await asyncio.shield(exchange)
+            except asyncio.CancelledError:
+                await asyncio.wait([exchange])  # holding the lock until the socket is free again
+                if not exchange.cancelled():
+                    exchange.exception()  # retrieved: the caller is gone, and so is its interest in it
+                raise
+            except (OSError, ValueError) as exc:
+                raise WorldError(f"the disk quota of {directory} could not be set up ({exc})") from None
+            return f"/proc/self/fd/{self.root}{directory}"
+
     async def status(self, pid: int) -> int | None:
         async with self.lock:
             if not self.alive or self.sock is None:
@@ -125,9 +170,16 @@ class Zygote:
             self.proc.kill()
             reap_later(self.proc.wait())
 
+    def release_namespaces(self) -> None:
+        """Close the namespaces' descriptors: once the zygote and its workers are gone, so are the mounts."""
+        for fd in [*self.namespaces, *([] if self.root is None else [self.root])]:
+            os.close(fd)
+        self.namespaces, self.root = [], None
+
     async def aclose(self) -> None:
         proc = self.proc
         self.kill()
+        self.release_namespaces()
         if proc is not None:
             await proc.wait()
 

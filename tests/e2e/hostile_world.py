@@ -243,13 +243,15 @@ def verify_task_completion(final_db_path):
 ''',
     "victim_db": '''def verify_task_completion(final_db_path):
     import sqlite3
-    workdir = final_db_path.rsplit("/", 3)[0]
     found = {}
-    for path in (workdir + "/victim/initial.db", workdir + "/hostile/initial.db.nope"):
-        try:
-            found[path] = sqlite3.connect(path).execute("SELECT name FROM items").fetchall()
-        except Exception as exc:
-            pass
+    # The final DB is the episode's (<workdir>/<scenario>/episodes/) or a snapshot of it (<workdir>/.templates/).
+    for workdir in {final_db_path.rsplit("/", 3)[0], final_db_path.rsplit("/", 2)[0]}:
+        for path in (workdir + "/victim/initial.db", workdir + "/.templates/victim.db",
+                     workdir + "/hostile/initial.db.nope"):
+            try:
+                found[path] = sqlite3.connect(path).execute("SELECT name FROM items").fetchall()
+            except Exception as exc:
+                pass
     return {"result": "others" if found else "complete", "found": str(found)[:200]}
 ''',
     "memory_bomb": '''def verify_task_completion(final_db_path):

@@ -94,6 +94,8 @@ def test_oracle_completes_every_builtin_task(tmp_path: Path, builtin_tasks: int)
     (["--expert", "nonexistent-expert"], "unknown model alias 'nonexistent-expert'"),
     (["--worlds", "/no/such/dir"], "does not exist"),
     (["--concurrency", "0"], "must be at least 1"),
+    (["--world-disk-mib", "8"], "--world-disk-mib: a scenario needs at least 16 MiB, got 8"),
+    (["--world-disk-mib", "lots"], "--world-disk-mib: 'lots' is not a whole number of MiB"),
     (["--tasks", "banana"], "--tasks"),
     (["--arm", "bad arm"], "--arm"),
     (["--policy", "gpt-5.1", "--expert", "none"], "export OPENAI_API_KEY"),

@@ -132,3 +132,10 @@ def test_run_in_sql_mode_judges_on_the_judge_role(tmp_path: Path) -> None:
     judged = [r for r in server.requests if r["messages"][0]["content"].startswith("You judge whether")]
     assert len(judged) == 2 and all(r["_auth"] == "Bearer judge-key-8" for r in judged)
     assert "judge-key-8" not in "".join(p.read_text() for p in out.iterdir() if p.is_file())
+
+
+def test_check_rejects_a_bad_disk_quota_in_one_line() -> None:
+    proc = awm_worlds("check", "--world-disk-mib", "-1", timeout=60)
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == ("awm-worlds check: error: argument --world-disk-mib: a scenario needs at least "
+                                   "16 MiB, got -1 (see awm-worlds check --help)")

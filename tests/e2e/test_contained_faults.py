@@ -9,9 +9,11 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -74,7 +76,26 @@ async def crash():
 async def slow():
     time.sleep(1.0)
     return {"ok": True}
+
+
+@app.post("/fill", operation_id="fill", summary="Grows its episode's DB until the disk is full")
+async def fill():
+    with engine.connect() as c:
+        for _ in range(100000):
+            c.exec_driver_sql("INSERT INTO rows (name) VALUES (zeroblob(262144))")
+            c.commit()
 '''
+# Its import writes a file beside the DB it imports against until the disk refuses.
+FILLER = FAULTY.replace("Faulty", "Filler") + '''
+try:
+    with open(os.path.join(os.path.dirname(URL[len("sqlite:///"):]), "junk"), "wb") as junk:
+        while True:
+            junk.write(b"x" * (1 << 20))
+            junk.flush()
+except OSError:
+    pass
+'''
+DISK_MIB = 16
 BROKEN = "raise RuntimeError('import failed \\x1b[2J\\x1b[31mred\\x1b]0;title\\x07')\n"
 INITIAL_INTACT = '''def verify_task_completion(initial_db_path, final_db_path):
     import sqlite3
@@ -112,7 +133,11 @@ def write_faults_dataset(out: Path) -> Path:
                       code_verifiers=dict.fromkeys(range(len(hanging)), INITIAL_INTACT)),
         scenario_rows("Bystander", FAULTY.replace("Faulty", "Bystander"), tables=TABLE, inserts=SEED, tasks=by_tasks,
                       code_verifiers=dict.fromkeys(range(len(by_tasks)), INITIAL_INTACT)),
-        scenario_rows("Broken", BROKEN, tables=TABLE, inserts=SEED, tasks=["Nothing."]))
+        scenario_rows("Broken", BROKEN, tables=TABLE, inserts=SEED, tasks=["Nothing."]),
+        scenario_rows("Filling", FAULTY.replace("Faulty", "Filling"), tables=TABLE, inserts=SEED,
+                      tasks=["Fill the disk.", "Add beside it."], code_verifiers={1: INITIAL_INTACT}),
+        scenario_rows("Filler", FILLER, tables=TABLE, inserts=SEED, tasks=["Add 0.", "Add 1."],
+                      code_verifiers={0: INITIAL_INTACT, 1: INITIAL_INTACT}))
     write_dataset(out, rows)
     solutions: list[dict[str, Any]] = [
         {"scenario": "Faulty", "task_idx": i, "steps": [{"tool": s, "arguments": {}} for s in FAULTY_TASKS[t][0]],
@@ -122,6 +147,9 @@ def write_faults_dataset(out: Path) -> Path:
          "final_answer": "done"} for i, t in enumerate(hanging)]
     solutions += [{"scenario": "Bystander", "task_idx": i, "steps": [{"tool": "add", "arguments": {}}],
                    "final_answer": "done"} for i in range(len(by_tasks))]
+    solutions += [{"scenario": sc, "task_idx": i, "steps": [{"tool": tool, "arguments": {}}], "final_answer": "done"}
+                  for sc, tools in (("Filling", ["fill", "add"]), ("Filler", ["add", "add"]))
+                  for i, tool in enumerate(tools)]
     (out / "solutions.json").write_text(json.dumps(solutions), encoding="utf-8")
     return out
 
@@ -158,7 +186,8 @@ def test_a_misbehaving_scenario_fails_only_its_own_episodes(user: str | None, ro
     data, out = root / "data", root / "run"
     proc = _command(user, root, "run_main", "--worlds", str(data), "--solutions", str(data / "solutions.json"),
                     "--policy", "sim/oracle", "--expert", "none", "--preflight", "off", "--shards", "1",
-                    "--tool-timeout", str(TIMEOUT_S), "--concurrency", "16", "--out", str(out), "--quiet")
+                    "--tool-timeout", str(TIMEOUT_S), "--concurrency", "20", "--world-disk-mib", str(DISK_MIB),
+                    "--out", str(out), "--quiet")
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "\x1b" not in proc.stderr
     recs = {(r["scenario"], r["task_idx"]): r for r in
@@ -183,6 +212,14 @@ def test_a_misbehaving_scenario_fails_only_its_own_episodes(user: str | None, ro
     for name in UNENCODABLE:  # that job's failure, with the reason; the server lives on
         rec = faulty[f"Verify unencodable {name}."]
         assert rec["verdict"] == "judge_error" and "not JSON" in rec["error"]["message"], rec["error"]
+    # Past its disk quota: its own episodes end as world_error, naming the quota and how to raise it.
+    fill = recs[("filling", 0)]
+    assert fill["end_reason"] == "world_error", fill["error"]
+    assert f"'filling' is out of disk space: its files are limited to {DISK_MIB} MiB" in fill["error"]["message"]
+    assert "--world-disk-mib" in fill["error"]["message"]
+    for i in range(2):
+        rec = recs[("filler", i)]
+        assert rec["end_reason"] == "world_error" and "build and import filled its disk" in rec["error"]["message"]
     bystander = [r for (sc, _), r in recs.items() if sc == "bystander"]
     assert len(bystander) == 6 and [r["error"] for r in bystander] == [None] * 6
 
@@ -194,3 +231,74 @@ def test_check_prints_world_text_escaped(user: str | None, root: Path) -> None:
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "\x1b" not in proc.stdout + proc.stderr and "\x07" not in proc.stdout + proc.stderr
     assert "\\x1b[2J" in proc.stdout, proc.stdout[-2000:]
+
+
+def _parents() -> dict[int, int]:
+    out = {}
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                out[int(d.name)] = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+    return out
+
+
+def _descendants(root_pid: int) -> set[int]:
+    parents, out = _parents(), set()
+    for pid in parents:
+        p = pid
+        while p > 1 and p != root_pid:
+            p = parents.get(p, 0)
+        if p == root_pid and pid != root_pid:
+            out.add(pid)
+    return out
+
+
+def _scenario_mounts(pids: set[int] | None = None) -> set[str]:
+    """Mount points of scenario tmpfs (disk quotas) seen by `pids` (None: every process)."""
+    found = set()
+    for pid in pids if pids is not None else _parents():
+        try:
+            lines = Path(f"/proc/{pid}/mountinfo").read_text().splitlines()
+        except OSError:
+            continue
+        found |= {line.split()[4] for line in lines if " - tmpfs awm-scenario " in line}
+    return found
+
+
+def _running(pid: int) -> bool:
+    """Alive and not a zombie: an orphan's zombie waits for whoever reaps orphans here, which is not ours to do."""
+    try:
+        return "\nState:\tZ" not in Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+
+
+def test_a_cancelled_run_leaves_no_mount_or_process(user: str | None, root: Path) -> None:
+    data, out = root / "data", root / "run"
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(root), "LANG": "C.UTF-8"}
+    cmd = [sys.executable, "-c", "from awm_runtime.cli import run_main; raise SystemExit(run_main())", "--worlds",
+           str(data), "--solutions", str(data / "solutions.json"), "--scenarios", "hanging,bystander",
+           "--policy", "sim/oracle", "--expert", "none", "--preflight", "off", "--shards", "1", "--tool-timeout", "60",
+           "--grace", "0.2", "--out", str(out), "--quiet"]
+    proc = subprocess.Popen(_as_user(user, cmd, env) if user is not None else cmd, env=env, cwd=root,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline, seen, mounts = time.monotonic() + 120, set(), set()
+    while time.monotonic() < deadline and proc.poll() is None:
+        seen |= _descendants(proc.pid)
+        mounts = _scenario_mounts(seen)
+        if {m.rsplit("/", 1)[-1] for m in mounts} >= {"hanging", "bystander"}:
+            break
+        time.sleep(0.2)
+    assert {m.rsplit("/", 1)[-1] for m in mounts} >= {"hanging", "bystander"}, (mounts, proc.poll())
+    time.sleep(0.5)  # the hanging episodes are in their calls
+    seen |= _descendants(proc.pid)
+    proc.send_signal(signal.SIGTERM)
+    _, stderr = proc.communicate(timeout=120)
+    assert "stopped early (SIGTERM)" in stderr, stderr[-2000:]
+    assert proc.returncode == 130 or user is not None, stderr[-2000:]  # runuser reports its own SIGTERM
+    time.sleep(0.5)
+    alive = {p for p in seen if _running(p)}
+    assert not alive, [Path(f"/proc/{p}/status").read_text()[:300] for p in alive]
+    assert not mounts & _scenario_mounts(), "a scenario's tmpfs outlived its run"

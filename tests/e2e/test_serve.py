@@ -163,7 +163,8 @@ def test_exclude_trivial_needs_local_worlds(server: str, tmp_path: Path) -> None
 def test_awm_serve_rejects_bad_input_in_one_line(tmp_path: Path) -> None:
     cmd = [sys.executable, "-c", "from awm_runtime.cli import serve_main; raise SystemExit(serve_main())"]
     for args, message in [(("--worlds", str(tmp_path / "nowhere")), "no such directory"),
-                          (("--stdio", "atlantis"), "--stdio atlantis: no such scenario in builtin")]:
+                          (("--stdio", "atlantis"), "--stdio atlantis: no such scenario in builtin"),
+                          (("--world-disk-mib", "0"), "--world-disk-mib: a scenario needs at least 16 MiB, got 0")]:
         proc = subprocess.run([*cmd, *args, "--port", "0", "--max-lifetime", "30"], capture_output=True, text=True,
                               timeout=120, env={**os.environ})
         assert proc.returncode == 2 and message in proc.stderr and len(proc.stderr.strip().splitlines()) == 1

@@ -54,7 +54,7 @@ async def test_each_mcp_session_is_its_own_episode(builtin_world: Any) -> None:
             bad = await second.call_tool("get_product", {"product_id": "x"})
             assert bad.isError and text(bad).startswith("Input validation error: ")
         assert await until(lambda: served.hub.active == 0)
-        assert not list(builtin_world.workdir.glob("*/episodes/ep-*.db"))
+        assert not list(builtin_world.episode_dbs())
 
 
 async def test_the_inspector_style_url_is_the_same_endpoint(builtin_world: Any) -> None:

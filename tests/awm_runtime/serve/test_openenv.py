@@ -282,7 +282,7 @@ async def test_past_the_cap_a_socket_gets_capacity_reached(builtin_world: Any) -
 async def test_an_abandoned_socket_frees_its_session(builtin_world: Any) -> None:
     async with running(builtin_world, ping_s=0.3) as served:
         def episode_files() -> int:
-            return len(list(builtin_world.workdir.glob("*/episodes/ep-*.db")))
+            return len(list(builtin_world.episode_dbs()))
 
         # 1. The client process dies: the kernel closes its TCP connection without a WebSocket close frame.
         ws = await connect(served.ws_url)
@@ -324,7 +324,7 @@ async def test_a_burst_of_concurrent_sessions_all_complete(builtin_world: Any) -
         outcomes = await asyncio.gather(*(session(i) for i in range(150)))
         assert outcomes == ["tool_call_ok"] * 150
         assert await until(lambda: served.hub.active == 0)
-        assert not list(builtin_world.workdir.glob("*/episodes/ep-*.db"))
+        assert not list(builtin_world.episode_dbs())
 
 
 async def test_a_client_that_leaves_during_a_hung_call_frees_its_session(trap: Any) -> None:
@@ -335,7 +335,7 @@ async def test_a_client_that_leaves_during_a_hung_call_frees_its_session(trap: A
         await ws.send(json.dumps({"type": "step", "data": {"type": "call_tool", "tool_name": "hang"}}))
         ws.transport.abort()  # gone while its call hangs in a world worker (3 s tool timeout)
         assert await until(lambda: served.hub.active == 0, within_s=20)
-        assert not list(trap.workdir.glob("*/episodes/ep-*.db"))
+        assert not list(trap.episode_dbs())
         async with AwmClient(served.url) as env:  # the world serves the next session as usual
             await env.reset(scenario="trap", task_idx=1)
             assert (await env.call("count_items")).observation.tool_result == '{\n  "count": 2\n}'

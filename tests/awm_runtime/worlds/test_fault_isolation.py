@@ -5,6 +5,7 @@ that imported against it. A bystander scenario's episodes, running at the same t
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import sqlite3
@@ -106,6 +107,24 @@ async def crash():
 @app.get("/exit", operation_id="exit_now", summary="Raises SystemExit")
 async def exit_now():
     raise SystemExit(4)
+
+
+@app.post("/fill", operation_id="fill", summary="Grows its episode's DB until the disk is full")
+async def fill():
+    with engine.connect() as c:
+        for _ in range(100000):
+            c.exec_driver_sql("INSERT INTO rows (name) VALUES (zeroblob(262144))")
+            c.commit()
+'''
+# Its import writes a file beside the DB it imports against until the disk refuses.
+FILLER = FAULTY + '''
+try:
+    with open(os.path.join(os.path.dirname(DB), "junk"), "wb") as junk:
+        while True:
+            junk.write(b"x" * (1 << 20))
+            junk.flush()
+except OSError:
+    pass
 '''
 VERIFY_INITIAL = '''def verify_task_completion(initial_db_path, final_db_path):
     import sqlite3
@@ -121,7 +140,9 @@ def faults_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("faults")
     write_dataset(out, merge_rows(*(scenario_rows(name, FAULTY, tables=TABLE, inserts=SEED, tasks=["Do."],
                                                   code_verifiers={0: VERIFY_INITIAL})
-                                    for name in ("Faulty", "Bystander"))))
+                                    for name in ("Faulty", "Bystander")),
+                             scenario_rows("Filler", FILLER, tables=TABLE, inserts=SEED, tasks=["Do."],
+                                           code_verifiers={0: VERIFY_INITIAL})))
     return out
 
 
@@ -237,3 +258,138 @@ async def test_a_changed_template_is_refused_loudly(world: Any) -> None:
         await first.verify("", [])
     await bystanders_complete(world)
     await first.close()
+
+
+@pytest.fixture
+async def small_disk_world(faults_dir: Path) -> Any:
+    w = load_worlds(faults_dir, options=WorldOptions(tool_timeout_s=5, workers=2, world_disk_mib=16))
+    yield w
+    await w.aclose()
+
+
+def running(pid: int) -> bool:
+    try:
+        return "\nState:\tZ" not in Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+
+
+def mounts(pid: int) -> str:
+    return Path(f"/proc/{pid}/mountinfo").read_text()
+
+
+async def test_a_scenario_that_fills_its_disk_fails_its_own_episode(small_disk_world: Any) -> None:
+    world = small_disk_world
+    faulty = await sessions(world, "faulty", 2)
+    assert str(faulty[0].db).startswith("/proc/self/fd/")  # its own tmpfs, reached through a descriptor
+    st = os.statvfs(faulty[0].db)
+    assert st.f_blocks * st.f_frsize == 16 << 20
+    shm_free = os.statvfs(world.workdir).f_bavail
+    results: list[Any] = await asyncio.gather(faulty[0].call_tool(call("fill")), bystanders_complete(world),
+                                              return_exceptions=True)
+    assert isinstance(results[0], WorldError), results[0]
+    assert "'faulty' is out of disk space: its files are limited to 16 MiB" in str(results[0])
+    assert "--world-disk-mib" in str(results[0]) and results[1] is None
+    # The shared tmpfs holding the workdir did not pay for it (other processes may use it: a generous margin).
+    assert shm_free - os.statvfs(world.workdir).f_bavail < (8 << 20) // os.statvfs(world.workdir).f_frsize
+    more = []
+    with pytest.raises(WorldError, match="'faulty' is out of disk space: its files are limited to 16 MiB"):
+        for i in range(100):  # the little room left fills with episode DBs, then a clone is refused
+            more.append(await world.open(next(t for t in world.tasks() if t.scenario == "faulty"), episode_id=f"m{i}"))
+    assert 0 < len(more) < 100
+    for s in more:
+        await s.close()
+    assert json.loads((await faulty[1].call_tool(call("count"))).text) == {"rows": 1}  # others still run
+    await faulty[0].close()  # its DB goes: the scenario has room again
+    fresh = (await sessions(world, "faulty", 1))[0]
+    assert json.loads((await fresh.call_tool(call("count"))).text) == {"rows": 1}
+    assert (await fresh.verify("", [])).result == "complete"
+    await bystanders_complete(world)
+    for s in (faulty[1], fresh):
+        await s.close()
+
+
+async def test_a_scenario_whose_import_fills_its_disk_fails_its_own_episodes(small_disk_world: Any) -> None:
+    world = small_disk_world
+    results: list[Any] = await asyncio.gather(sessions(world, "filler", 1), bystanders_complete(world),
+                                              return_exceptions=True)
+    assert isinstance(results[0], WorldError), results[0]
+    assert "'filler' cannot run: its build and import filled its disk: its files are limited to 16 MiB" in str(
+        results[0])
+    assert results[1] is None
+    with pytest.raises(WorldError, match="filled its disk"):  # it stays failed, and says why
+        await sessions(world, "filler", 1)
+    zygote = world.pool.zygote.proc.pid
+    assert str(world.workdir / "filler") not in mounts(zygote)  # its tmpfs was let go
+    await bystanders_complete(world)
+
+
+async def test_evicting_or_closing_leaves_no_mount_or_process(faults_dir: Path) -> None:
+    world = load_worlds(faults_dir, options=WorldOptions(keep_idle_scenarios=0, world_disk_mib=16))
+    try:
+        by = (await sessions(world, "bystander", 1))[0]
+        zygote = world.pool.zygote.proc.pid
+        assert f"{world.workdir / 'bystander'} " in mounts(zygote)  # a tmpfs of its own, in the zygote's namespace
+        assert str(world.workdir / "bystander") not in mounts(os.getpid())  # and not in ours
+        await by.call_tool(call("count"))
+        pids = world.pool.pids()
+        await by.close()  # its last episode: evicted (keep_idle_scenarios=0)
+        assert world.evictions == 1 and str(world.workdir / "bystander") not in mounts(zygote)
+        again = (await sessions(world, "bystander", 1))[0]  # built again, on a tmpfs made anew
+        assert f"{world.workdir / 'bystander'} " in mounts(zygote)
+        assert json.loads((await again.call_tool(call("count"))).text) == {"rows": 1}
+        await again.close()
+        pids = sorted({*pids, *world.pool.pids()})
+    finally:
+        await world.aclose()
+    await asyncio.sleep(0.5)  # workers asked to exit are killed within 3 s; the zygote is waited for
+    assert [p for p in pids if running(p)] == []
+
+
+async def test_scenario_files_outlive_a_zygote_that_died(small_disk_world: Any) -> None:
+    world = small_disk_world
+    faulty = (await sessions(world, "faulty", 1))[0]
+    await faulty.call_tool(call("count"))
+    old = world.pool.zygote.proc.pid
+    os.kill(old, 9)  # its workers die with it; the next call starts another zygote, which joins its namespaces
+    await world.pool.zygote.proc.wait()
+    with contextlib.suppress(WorldError):
+        await faulty.call_tool(call("count"))  # may learn of the death first
+    assert json.loads((await faulty.call_tool(call("count"))).text) == {"rows": 1}
+    assert world.pool.zygote.proc.pid != old
+    assert f"{world.workdir / 'faulty'} " in mounts(world.pool.zygote.proc.pid)
+    assert (await faulty.verify("", [])).result == "complete"
+    await bystanders_complete(world)
+    await faulty.close()
+
+
+async def test_without_a_mount_namespace_the_quota_is_off_and_said_so(faults_dir: Path) -> None:
+    world = load_worlds(faults_dir, options=WorldOptions(unsafe_no_sandbox=True, world_disk_mib=16))
+    try:
+        by = (await sessions(world, "bystander", 1))[0]
+        assert world.pool.quota_off is not None and "unsafe-no-sandbox" in world.pool.quota_off
+        assert by.db.is_relative_to(world.workdir)  # as before issue 31: a plain directory in the workdir
+        assert json.loads((await by.call_tool(call("count"))).text) == {"rows": 1}
+        assert (await by.verify("", [])).result == "complete"
+        await by.close()
+    finally:
+        await world.aclose()
+
+
+async def test_an_opener_cancelled_while_its_scenario_gets_its_disk_leaves_the_world_usable(faults_dir: Path) -> None:
+    world = load_worlds(faults_dir, options=WorldOptions(world_disk_mib=16))
+    task = next(t for t in world.tasks() if t.scenario == "bystander")
+    try:
+        await world.pool.start()
+        opening = asyncio.ensure_future(world.open(task, episode_id="cancelled"))
+        for _ in range(3):  # into the build: past the zygote's start, at the mount or the spawn
+            await asyncio.sleep(0)
+        opening.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await opening
+        by = await world.open(task, episode_id="after")  # the build went on; the control socket is in step
+        assert json.loads((await by.call_tool(call("count"))).text) == {"rows": 1}
+        assert f"{world.workdir / 'bystander'} " in mounts(world.pool.zygote.proc.pid)
+        await by.close()
+    finally:
+        await world.aclose()
