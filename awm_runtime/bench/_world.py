@@ -21,7 +21,8 @@ from awm_runtime.bench._world_data import write_bench_dataset
 from awm_runtime.worlds import AwmSession, AwmWorld, WorldOptions, load_local_worlds
 
 GIB4 = 4 << 30
-TARGETS = {"reset_p50_ms": 10.0, "tool_call_p50_ms": 2.0, "live_sessions_in_4gib": 1000}
+# Issue 32: with the OS boundary in force, a tool call p50 <= 1 ms and a code-mode verify p50 <= 10 ms.
+TARGETS = {"reset_p50_ms": 10.0, "tool_call_p50_ms": 1.0, "verify_p50_ms": 10.0, "live_sessions_in_4gib": 1000}
 # Peer figures (OpenEnv's AWM server) are not printed here: this suite prints only what it measured.
 # docs/worlds.md gives them beside ours, with their source and date.
 
@@ -168,6 +169,7 @@ def _report(args: argparse.Namespace, sc: Any, cold_ms: float, resets: list[floa
     verify = {"p50": _pct(verifies, 0.5), "p95": _pct(verifies, 0.95), "n": len(verifies)}
     met = {"reset_p50": reset["p50"] <= TARGETS["reset_p50_ms"],
            "tool_call_p50": call["p50"] <= TARGETS["tool_call_p50_ms"],
+           "verify_p50": verify["p50"] <= TARGETS["verify_p50_ms"],
            "live_sessions": (memory["all_answered"] and args.sessions >= TARGETS["live_sessions_in_4gib"]
                              and memory["max_sessions_in_4gib"] >= TARGETS["live_sessions_in_4gib"]),
            "crash_costs_one_episode": crash["errors"] == 1 and crash["others_ok"]}
@@ -177,8 +179,8 @@ def _report(args: argparse.Namespace, sc: Any, cold_ms: float, resets: list[floa
          ""],
         ["cold start (workers + build + import)", f"{cold_ms:.0f} ms", ""],
         ["reset p50 / p95", f"{reset['p50']:.3f} / {reset['p95']:.3f} ms", "p50 <= 10 ms"],
-        ["tool call p50 / p95", f"{call['p50']:.3f} / {call['p95']:.3f} ms", "p50 <= 2 ms"],
-        ["verify p50 (code mode)", f"{verify['p50']:.1f} ms", ""],
+        ["tool call p50 / p95", f"{call['p50']:.3f} / {call['p95']:.3f} ms", "p50 <= 1 ms"],
+        ["verify p50 (code mode)", f"{verify['p50']:.1f} ms", "p50 <= 10 ms"],
         ["memory per live session", f"{memory['per_session_kib']} KiB", ""],
         [f"live sessions held ({memory['sessions']})", "all answered" if memory["all_answered"] else "FAILED",
          ">= 1000"],

@@ -168,8 +168,9 @@ async def preflight(roles: Iterable[tuple[str, ModelConfig]], *, mode: Preflight
     """Raise one ConfigError listing every problem, one line each, or return if all is well.
 
     `alongside`: a further check that may raise ConfigError (the run's fit check), awaited once keys and
-    endpoints have passed, side by side with the test completions: each of them waits for a model reply,
-    so against a 30 s model they cost 30 s together, not 30 s each."""
+    endpoints have passed, side by side with the test completions where every alias's max_concurrency
+    allows it: each of them waits for a model reply, so against a 30 s model they cost 30 s together,
+    not 30 s each."""
     if mode == "off":
         if alongside is not None:
             alongside.close()
@@ -203,7 +204,14 @@ async def preflight(roles: Iterable[tuple[str, ModelConfig]], *, mode: Preflight
             alongside.close()
         raise ConfigError("\n".join(problems))
     probes = [_probe_completion(u, timeout_s * 3) for u in ready] if mode == "full" else []
-    results = await asyncio.gather(*probes, *([alongside] if alongside is not None else []), return_exceptions=True)
+    # Side by side only where every alias allows that many calls at once (the fit check sends up to two):
+    # the preflight must not exceed a max_concurrency the run itself keeps.
+    if alongside is not None and all(u.config.max_concurrency >= len(probes) + 2 for u in ready):
+        results = await asyncio.gather(*probes, alongside, return_exceptions=True)
+    else:
+        results = await asyncio.gather(*probes, return_exceptions=True)
+        if alongside is not None:
+            results += await asyncio.gather(alongside, return_exceptions=True)
     for result in results:
         if isinstance(result, ConfigError):
             problems.append(str(result))

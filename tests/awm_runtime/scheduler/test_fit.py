@@ -132,3 +132,17 @@ async def test_the_full_preflight_waits_on_a_slow_model_once_not_once_per_probe(
         await prep.world.aclose()
     assert len(arrived) >= 3, s.requests  # the test completion and the native check's completions
     assert max(arrived) - min(arrived) < 1.0, [round(t - min(arrived), 2) for t in arrived]
+
+
+async def test_the_preflight_keeps_an_aliases_max_concurrency(tmp_path: Path, tiny_dir: Path) -> None:
+    """An alias that allows two calls at once never gets three from the preflight: the probes then take turns."""
+
+    def slow(request: dict[str, Any]) -> Reply:
+        tokens = 16 + len(str(request["messages"])) // 4 + 50 * len(request.get("tools") or ())
+        return Reply(content="OK", delay_s=0.5,
+                     usage={"prompt_tokens": tokens, "completion_tokens": 1, "total_tokens": tokens + 1})
+
+    with FakeOpenAI(key=KEY, models=("served",), responder=slow) as s:
+        prep = await prepare(config(tmp_path, s.url, tiny_dir, alias_protocol="native", extra="max_concurrency = 2\n"))
+        await prep.world.aclose()
+        assert len(s.requests) >= 3 and s.max_in_flight <= 2, (len(s.requests), s.max_in_flight)
