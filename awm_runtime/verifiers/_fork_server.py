@@ -230,7 +230,6 @@ class Server:
         child = self.children.pop(fd)
         self.sel.unregister(fd)
         os.close(fd)
-        elapsed_ms = (time.monotonic() - child.started) * 1000
         # Whatever the child does after its result (or after closing the pipe itself) is cut short.
         with contextlib.suppress(ProcessLookupError):
             os.kill(child.pid, signal.SIGKILL)
@@ -242,7 +241,7 @@ class Server:
         else:
             del child.buf[:HEADER.size]
             _, status = os.waitpid(child.pid, 0)
-            elapsed_ms = (time.monotonic() - child.started) * 1000
+        elapsed_ms = (time.monotonic() - child.started) * 1000
         write_all(self.out_fd, reply_frame(child, status, elapsed_ms))
 
     def _reap_later(self, pid: int) -> None:
