@@ -63,7 +63,7 @@ class RunConfig(BaseModel):
     foreign_keys: bool = False
     tool_timeout_s: float = Field(default=30.0, gt=0)
     world_workers: int = Field(default=0, ge=0)
-    world_disk_mib: int = Field(default=256, ge=16)  # all of one scenario's files together (a tmpfs of this size)
+    world_disk_mib: int | None = Field(default=None, ge=16)  # one scenario's files (a tmpfs); None: sized per run
     # Dataset code (world full_code, verifiers) runs unconfined: only for machines that cannot confine it.
     unsafe_no_sandbox: bool = False
     # Tasks whose verifier is missing or does not parse (issue 18): run them unverified, or leave them out.

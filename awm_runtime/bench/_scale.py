@@ -303,7 +303,7 @@ def _report(args: argparse.Namespace, summary: dict[str, Any], out: Path, sample
     with (out / "episodes.jsonl").open("rb") as fh:
         for line in fh:
             r = orjson.loads(line)
-            calls.append(r["usage"]["policy"]["calls"])
+            calls.append(r["usage"].get("policy", {}).get("calls", 0))  # an episode that failed first has none
             walls.append(r["timings"].get("wall_s", 0.0))
             sizes.append(len(line))
     mean_calls = statistics.fmean(calls) if calls else 0.0

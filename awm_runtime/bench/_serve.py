@@ -11,10 +11,13 @@ import argparse
 import asyncio
 import json
 import os
+import signal
 import sys
 import time
 from pathlib import Path
 from typing import Any
+
+from awm_runtime.isolation import kill_process, signal_process
 
 IDLE_RAMP = 250
 OPENENV = {"reset_p50_ms": 1700.0, "burst_lost": "all of 192", "per_session_mib": 68.0}  # OPENENV.md, BRIEF §1
@@ -58,18 +61,18 @@ async def _start(args: argparse.Namespace) -> tuple[asyncio.subprocess.Process, 
     assert proc.stdout is not None
     url = (await asyncio.wait_for(proc.stdout.readline(), 120)).decode()
     if not url.startswith("http"):
-        proc.kill()
+        kill_process(proc)
         raise RuntimeError(f"awm-serve did not start (exit {await proc.wait()})")
     return proc, url.strip().replace("http", "ws", 1) + "/ws"
 
 
 async def _stop(proc: asyncio.subprocess.Process) -> None:
     if proc.returncode is None:
-        proc.terminate()
+        signal_process(proc, signal.SIGTERM)
         try:
             await asyncio.wait_for(proc.wait(), 15)
         except TimeoutError:
-            proc.kill()
+            kill_process(proc)
             await proc.wait()
 
 

@@ -35,8 +35,9 @@ def disk_mib(text: str) -> int:
     return value
 
 
-DISK_HELP = ("MiB all of one scenario's files may take together: its template, imports and open episodes' DBs "
-             "(default 256; at least 16). A scenario past it fails its own episodes as world_error")
+DISK_HELP = ("MiB all of one scenario's files may take together: its build, imports and open episodes' DBs "
+             "(default: sized for its template and the episodes of it in flight, at least 256; set: at least 16). "
+             "A scenario past it fails its own episodes as world_error")
 
 
 class Parser(argparse.ArgumentParser):

@@ -56,7 +56,7 @@ def parser() -> argparse.ArgumentParser:
     a("--foreign-keys", action="store_true", help="enforce PRAGMA foreign_keys in world DBs")
     a("--tool-timeout", type=_positive(float), default=30.0, metavar="S", help="seconds per tool call (default 30)")
     a("--world-workers", type=int, default=0, metavar="N", help="world worker processes (default: one per core)")
-    a("--world-disk-mib", type=disk_mib, default=256, metavar="MIB", help=DISK_HELP)
+    a("--world-disk-mib", type=disk_mib, metavar="MIB", help=DISK_HELP)
     a("--ws-ping-interval", type=_positive(float), default=20.0, metavar="S",
       help="ping every socket this often; one that does not answer within --ws-ping-timeout is closed (default 20)")
     a("--ws-ping-timeout", type=_positive(float), default=20.0, metavar="S", help="(default 20)")
@@ -83,7 +83,8 @@ async def _build(args: argparse.Namespace) -> Any:
     # of them at any time, and --preload would be undone. Its world workers stay bounded by the pool's LRU.
     world = load_local_worlds(args.worlds, options=WorldOptions(
         foreign_keys=args.foreign_keys, workers=args.world_workers, tool_timeout_s=args.tool_timeout,
-        unsafe_no_sandbox=args.unsafe_no_sandbox, keep_idle_scenarios=KEEP_ALL, world_disk_mib=args.world_disk_mib))
+        unsafe_no_sandbox=args.unsafe_no_sandbox, keep_idle_scenarios=KEEP_ALL, world_disk_mib=args.world_disk_mib,
+        in_flight=args.max_sessions))  # a session is an episode: any number of them may share one scenario
     if not any(sc.runnable for sc in world.dataset.scenarios.values()):
         raise ConfigError(f"--worlds {args.worlds}: no runnable scenario")
     if args.stdio and world.dataset.scenarios.get(normalize_scenario(args.stdio)) is None:

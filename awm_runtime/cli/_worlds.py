@@ -32,7 +32,7 @@ def parser() -> argparse.ArgumentParser:
     ck.add_argument("--config", type=Path, metavar="awm.toml", help="model aliases (for --judge)")
     ck.add_argument("--foreign-keys", action="store_true", help="enforce PRAGMA foreign_keys in world DBs")
     ck.add_argument("--tool-timeout", type=float, default=30.0, metavar="S", help="seconds per tool call (default 30)")
-    ck.add_argument("--world-disk-mib", type=disk_mib, default=256, metavar="MIB", help=DISK_HELP)
+    ck.add_argument("--world-disk-mib", type=disk_mib, metavar="MIB", help=DISK_HELP)
     ck.add_argument("--concurrency", type=int, default=4, metavar="N", help="tasks checked at once (default 4)")
     ck.add_argument("--json", action="store_true", help="stable JSON on stdout")
     ck.add_argument("--unsafe-no-sandbox", action="store_true",
@@ -105,7 +105,8 @@ async def _run_check(args: argparse.Namespace) -> dict[str, Any]:
                               options=WorldOptions(verifier=args.verifier, foreign_keys=args.foreign_keys,
                                                    tool_timeout_s=args.tool_timeout,
                                                    unsafe_no_sandbox=args.unsafe_no_sandbox,
-                                                   world_disk_mib=args.world_disk_mib))
+                                                   world_disk_mib=args.world_disk_mib,
+                                                   in_flight=args.concurrency))
     try:
         if args.verifier == "sql":
             world.judge = await _judge(args)

@@ -1,6 +1,13 @@
 """The boundary around untrusted code (world workers, verifier jobs): frames, child processes, confinement."""
 
-from awm_runtime.isolation._children import die_with_parent, kill_process, protocol_fds, scrubbed_env, stop_process
+from awm_runtime.isolation._children import (
+    die_with_parent,
+    kill_process,
+    protocol_fds,
+    scrubbed_env,
+    signal_process,
+    stop_process,
+)
 from awm_runtime.isolation._confine import (
     Confinement,
     Limits,
@@ -49,6 +56,7 @@ __all__ = [
     "read_frame_fd",
     "require",
     "scrubbed_env",
+    "signal_process",
     "stop_process",
     "write_all",
 ]

@@ -40,10 +40,20 @@ def scrubbed_env() -> dict[str, str]:
     return env
 
 
+def signal_process(proc: asyncio.subprocess.Process, sig: int = signal.SIGKILL) -> None:
+    """Send `sig` to an asyncio child unless it is known to have ended.
+
+    Never `proc.kill()`, `terminate()` or `send_signal()`: `Popen.send_signal` polls first, and a poll
+    that finds the child just ended reaps it under asyncio's child watcher, which then writes
+    "Unknown child process pid N, will report returncode 255" to stderr and reports 255."""
+    if proc.returncode is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(proc.pid, sig)
+
+
 def kill_process(proc: asyncio.subprocess.Process, *, release: bool = False) -> None:
     """SIGKILL; with `release`, also close the pipes now (a sync close may outlive the event loop)."""
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(proc.pid, signal.SIGKILL)
+    signal_process(proc)
     if release:
         with contextlib.suppress(Exception):
             proc._transport.close()  # type: ignore[attr-defined]

@@ -17,7 +17,7 @@ import os
 CLONE_NEWNS = 0x00020000
 CLONE_NEWUSER = 0x10000000
 _CLONE_NEWIPC, _CLONE_NEWNET = 0x08000000, 0x40000000
-_MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_REC, _MS_PRIVATE = 0x2, 0x4, 0x8, 0x4000, 0x40000
+_MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_REMOUNT, _MS_REC, _MS_PRIVATE = 0x2, 0x4, 0x8, 0x20, 0x4000, 0x40000
 _MNT_DETACH = 2
 _libc = ctypes.CDLL(None, use_errno=True)
 INODES_PER_MIB = 64  # files a scenario may create per MiB of quota (an episode is one file)
@@ -55,13 +55,24 @@ def join_namespaces(fds: list[int]) -> str:
     return "user, net, ipc" if CLONE_NEWUSER in kinds else "net, ipc"
 
 
+def _size(mib: int) -> str:
+    return f"size={mib}m,nr_inodes={max(1024, mib * INODES_PER_MIB)}"
+
+
 def mount_quota(directory: str, mib: int) -> int:
     """Mount a tmpfs of `mib` MiB on `directory` (mode 0700, nosuid, nodev, noexec) and return an O_DIRECTORY
     descriptor of its root (the caller closes it)."""
-    options = f"size={mib}m,nr_inodes={max(1024, mib * INODES_PER_MIB)},mode=0700".encode()
+    options = f"{_size(mib)},mode=0700".encode()
     if _libc.mount(b"awm-scenario", directory.encode(), b"tmpfs", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC, options) != 0:
         raise _fail(f"mounting a {mib} MiB tmpfs on {directory}")
     return os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+
+
+def resize_quota(directory: str, mib: int) -> None:
+    """Set the size of the tmpfs `mount_quota` put on `directory` to `mib` MiB (its files stay as they are)."""
+    flags = _MS_REMOUNT | _MS_NOSUID | _MS_NODEV | _MS_NOEXEC
+    if _libc.mount(b"awm-scenario", directory.encode(), b"tmpfs", flags, _size(mib).encode()) != 0:
+        raise _fail(f"resizing the tmpfs on {directory} to {mib} MiB")
 
 
 def unmount(directory: str) -> None:

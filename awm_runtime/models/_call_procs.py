@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from awm_runtime.isolation import kill_process
 from awm_runtime.logs._encodable import dumps_encodable
 from awm_runtime.models._exceptions import AttemptError
 from awm_runtime.models._local import stop_local_servers
@@ -122,7 +123,7 @@ class ShardPool:
             try:
                 await asyncio.wait_for(proc.proc.wait(), 10)
             except TimeoutError:
-                proc.proc.kill()
+                kill_process(proc.proc)
                 await proc.proc.wait()
             proc.listener.cancel()
         self.procs.clear()

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 import structlog
 
 from awm_runtime._errors import ConfigError
-from awm_runtime.isolation import scrubbed_env
+from awm_runtime.isolation import kill_process, scrubbed_env, signal_process
 
 if TYPE_CHECKING:
     from awm_runtime.models._registry import LocalServerConfig, ModelConfig
@@ -265,13 +265,11 @@ class LocalServer:
             return
         if proc.returncode is None:
             self._cpu_at_stop = self.cpu_s()
-            with contextlib.suppress(ProcessLookupError):
-                proc.send_signal(signal.SIGTERM)
+            signal_process(proc, signal.SIGTERM)
             try:
                 await asyncio.wait_for(asyncio.shield(proc.wait()), grace_s)
             except TimeoutError:
-                with contextlib.suppress(ProcessLookupError):
-                    proc.kill()
+                kill_process(proc)
                 await proc.wait()
         if self._watch is not None:
             self._watch.cancel()

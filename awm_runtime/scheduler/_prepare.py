@@ -39,6 +39,7 @@ from awm_runtime.worlds import (
     trivial_tasks,
     world_options,
 )
+from awm_runtime.worlds._disk import in_flight_by_scenario
 
 log = structlog.get_logger("awm_runtime.scheduler")
 
@@ -175,6 +176,10 @@ async def _prepare(config: RunConfig, registry: Any, world: RunWorld, check: boo
         from awm_runtime.groups import GroupPlanner
 
         planner = GroupPlanner.from_config(config, tasks, harnesses)
+    if isinstance(world, AwmWorld):  # sizes each scenario's disk quota for the episodes of it open at once
+        planned = planner.planned if planner is not None else len(tasks) * len(harnesses) * config.repeats
+        world.plan_in_flight(in_flight_by_scenario([t.scenario for t in tasks], -(-planned // len(tasks)),
+                                                   config.concurrency))
     roles = [(role, client.config) for (role, _alias), client in ctx.clients.items()]
     secrets = [s for _, cfg in roles if cfg.api_key_env and (s := os.environ.get(cfg.api_key_env, ""))]
     register_secrets(secrets)  # redacted from tool results, expert text and every run-directory file

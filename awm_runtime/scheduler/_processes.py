@@ -24,6 +24,7 @@ import structlog
 from awm_runtime._config import RunConfig
 from awm_runtime._errors import AwmError, ConfigError
 from awm_runtime._types import EpisodeRecord
+from awm_runtime.isolation import kill_process
 from awm_runtime.logs import EVENTS, RunDirWriter, record_line
 from awm_runtime.models._local import local_bases
 from awm_runtime.scheduler._control import RunControl, must_finish
@@ -221,7 +222,7 @@ async def _reap(fleet: list[Shard], tasks: list[asyncio.Task[None]]) -> None:
             async with asyncio.timeout(15):
                 await s.proc.wait()
         except TimeoutError:
-            s.proc.kill()
+            kill_process(s.proc)
             await s.proc.wait()
     for t in tasks:
         t.cancel()

@@ -82,7 +82,8 @@ def world_options(config: RunConfig) -> WorldOptions:
     """The world settings of a run."""
     return WorldOptions(verifier=config.verifier, foreign_keys=config.foreign_keys,
                         tool_timeout_s=config.tool_timeout_s, workers=config.world_workers,
-                        unsafe_no_sandbox=config.unsafe_no_sandbox, world_disk_mib=config.world_disk_mib)
+                        unsafe_no_sandbox=config.unsafe_no_sandbox, world_disk_mib=config.world_disk_mib,
+                        in_flight=config.concurrency)
 
 
 def load_split(world: RunWorld) -> dict[str, set[tuple[str, int]]]:

@@ -27,7 +27,7 @@ import shutil
 import tempfile
 import time
 from collections import Counter, OrderedDict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,6 +38,7 @@ from awm_runtime._errors import WorldError
 from awm_runtime._types import Message, Task, ToolCall, ToolResult, ToolSpec, Verdict
 from awm_runtime.verifiers import Judge, Sandbox
 from awm_runtime.worlds._dbbuild import BuildReport
+from awm_runtime.worlds._disk import AUTO_FLOOR_MIB, episodes_fit, quota_mib
 from awm_runtime.worlds._format import Dataset, LoadProblem, Scenario, Solution
 from awm_runtime.worlds._templates import clone_checked, read_template, write_new
 from awm_runtime.worlds._verify import Verifier, VerifierMode
@@ -65,7 +66,10 @@ class WorldOptions:
     validate_arguments: bool = True  # as mcp's server does before a fastapi-mcp tool runs
     unsafe_no_sandbox: bool = False  # run dataset code unconfined (rlimits only): --unsafe-no-sandbox
     keep_idle_scenarios: int = 8  # built scenarios kept ready after their last episode; older ones are evicted
-    world_disk_mib: int = 256  # all of a scenario's files together (its template, imports, episode DBs)
+    # All of a scenario's files together (its build, imports, episode DBs), in MiB. None: sized for its template
+    # and the episodes of it in flight (`AwmWorld.plan_in_flight`, else `in_flight`), at least 256 MiB.
+    world_disk_mib: int | None = None
+    in_flight: int = 64  # episodes of one scenario open at once, when no plan says (sizes the disk quota)
 
 
 @dataclass(slots=True)
@@ -127,7 +131,8 @@ class AwmWorld:
         self.pool = WorldWorkerPool(PoolOptions(workers=o.workers, tool_timeout_s=o.tool_timeout_s,
                                                 load_timeout_s=o.load_timeout_s, max_workers=o.max_world_workers,
                                                 memory_mb=o.world_memory_mb, validate_arguments=o.validate_arguments,
-                                                unsafe=o.unsafe_no_sandbox, disk_mib=o.world_disk_mib))
+                                                unsafe=o.unsafe_no_sandbox,
+                                                disk_mib=o.world_disk_mib or AUTO_FLOOR_MIB))
         self.sandbox = Sandbox(memory_mb=o.verifier_memory_mb, unsafe=o.unsafe_no_sandbox)
         self.problems: list[LoadProblem] = list(dataset.problems)
         self.verifier = Verifier(self.sandbox, dataset, mode=o.verifier, timeout_s=o.verifier_timeout_s, judge=judge,
@@ -138,6 +143,7 @@ class AwmWorld:
         self._holds: Counter[str] = Counter()  # scenario -> open episodes and builds in progress
         self._idle: OrderedDict[str, None] = OrderedDict()  # built scenarios with no hold, oldest first
         self._tool_names: dict[str, tuple[str, ...]] = {}  # kept after eviction: a few hundred bytes each
+        self._in_flight: dict[str, int] = {}  # scenario -> most of its episodes a run keeps open at once
         self.builds = 0
         self.evictions = 0
         self._ids = itertools.count()
@@ -150,6 +156,11 @@ class AwmWorld:
     @property
     def name(self) -> str:
         return self._name
+
+    def plan_in_flight(self, counts: Mapping[str, int]) -> None:
+        """The most episodes of each scenario that will be open at once, which sizes its disk quota when
+        `WorldOptions.world_disk_mib` is None (and, when it is set, says once if it is too small)."""
+        self._in_flight.update(counts)
 
     @property
     def workdir(self) -> Path:
@@ -283,6 +294,7 @@ class AwmWorld:
             self._drop_files(scenario_id)
             return self._fail(scenario_id, self.disk_full_text(scenario_id, "cannot run: its build and import "
                                                                             "filled its disk"))
+        await self._fit_quota(scenario_id, size)
         full = self.disk_full_text(scenario_id) if self.pool.quota_off is None else ""
         self.pool.register(scenario_id, LoadSpec(source_code, functools.partial(
             clone_checked, pristine, size=size, digest=digest, full=full), self.options.foreign_keys))
@@ -299,9 +311,32 @@ class AwmWorld:
         self.pool.evict(scenario_id)
         shutil.rmtree(self.workdir / scenario_id, ignore_errors=True)
 
+    async def _fit_quota(self, scenario_id: str, template_bytes: int) -> None:
+        """Make the scenario's quota hold the episodes of it that will be open at once (or, when the user set
+        it, say once that it will not)."""
+        have = self.pool.quota_mib(scenario_id)
+        in_flight = self._in_flight.get(scenario_id, self.options.in_flight)
+        need = quota_mib(template_bytes, in_flight)
+        if have is None or need <= have:
+            return
+        fits = episodes_fit(have, template_bytes)
+        if self.options.world_disk_mib is not None:
+            log.warning("world_disk_small", scenario=scenario_id, mib=have, needs_mib=need, in_flight=in_flight,
+                        note=f"--world-disk-mib {have} holds about {fits} of the {in_flight} episodes of this "
+                             f"scenario that may be open at once; the others would fail as world_error. Raise it to "
+                             f"{need}, or leave it unset to size it for the run")
+            return
+        try:
+            await self.pool.resize_quota(scenario_id, need)
+        except WorldError as exc:
+            log.warning("world_disk_not_resized", scenario=scenario_id, mib=have, needs_mib=need, error=str(exc))
+            return
+        log.info("world_disk_sized", scenario=scenario_id, mib=need, in_flight=in_flight,
+                 template_kib=template_bytes >> 10)
+
     def disk_full_text(self, scenario_id: str, what: str = "is out of disk space") -> str:
         """Why a scenario's files no longer fit, and how to give them more room."""
-        mib = self.options.world_disk_mib
+        mib = self.pool.quota_mib(scenario_id) or self.options.world_disk_mib or AUTO_FLOOR_MIB
         return (f"scenario {scenario_id!r} {what}: its files are limited to {mib} MiB in all (raise it with "
                 f"--world-disk-mib, or WorldOptions.world_disk_mib)")
 

@@ -51,7 +51,13 @@ from awm_runtime.isolation import (
     write_all,
 )
 from awm_runtime.isolation import prepare as prepare_confinement
-from awm_runtime.isolation._mounts import enter_mount_namespace, join_namespaces, mount_quota, namespace_fds
+from awm_runtime.isolation._mounts import (
+    enter_mount_namespace,
+    join_namespaces,
+    mount_quota,
+    namespace_fds,
+    resize_quota,
+)
 from awm_runtime.worlds._dbbuild import build_database
 from awm_runtime.worlds._format import ScenarioSource, TableDef
 from awm_runtime.worlds._host import ScenarioHost
@@ -324,13 +330,17 @@ class Zygote:
                 os.close(fd)
 
     def mount(self, msg: dict[str, Any]) -> None:
-        """A tmpfs of msg["mib"] MiB on a scenario's directory, with its `episodes/`."""
+        """A tmpfs of msg["mib"] MiB on a scenario's directory, with its `episodes/`; with msg["resize"], the size
+        of the tmpfs already there set to msg["mib"] MiB."""
         try:
-            fd = mount_quota(str(msg["dir"]), int(msg["mib"]))
-            try:
-                os.mkdir(EPISODES, 0o755, dir_fd=fd)
-            finally:
-                os.close(fd)
+            if msg.get("resize"):
+                resize_quota(str(msg["dir"]), int(msg["mib"]))
+            else:
+                fd = mount_quota(str(msg["dir"]), int(msg["mib"]))
+                try:
+                    os.mkdir(EPISODES, 0o755, dir_fd=fd)
+                finally:
+                    os.close(fd)
         except OSError as exc:
             self.control.send(json.dumps({"ok": False, "error": str(exc)}).encode())
             return

@@ -385,6 +385,19 @@ class WorldWorkerPool:
         """Where this process reaches `scenario`'s directory (in the workers' mount namespace, when it has a quota)."""
         return self._mounts.get(scenario) or self.directory(scenario)
 
+    def quota_mib(self, scenario: str) -> int | None:
+        """`scenario`'s disk quota in MiB (the size of its tmpfs), or None when it has none."""
+        local = self._mounts.get(scenario)
+        if local is None:
+            return None
+        st = os.statvfs(local)
+        return st.f_blocks * st.f_frsize >> 20
+
+    async def resize_quota(self, scenario: str, mib: int) -> None:
+        """Give `scenario`'s tmpfs `mib` MiB; its files stay. Raises WorldError if the zygote could not."""
+        if scenario in self._mounts:
+            await self.zygote.mount(self.directory(scenario), mib, resize=True)
+
     def disk_full(self, scenario: str) -> bool:
         """Whether `scenario`'s disk quota is (nearly) used up: less than FULL_BYTES free in its tmpfs."""
         local = self._mounts.get(scenario)

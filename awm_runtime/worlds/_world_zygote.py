@@ -12,7 +12,7 @@ import sys
 from typing import Any
 
 from awm_runtime._errors import WorldError
-from awm_runtime.isolation import mark_private, scrubbed_env
+from awm_runtime.isolation import kill_process, mark_private, scrubbed_env
 
 START_TIMEOUT_S = 60.0
 _REAPERS: set[asyncio.Task[Any]] = set()
@@ -117,18 +117,19 @@ class Zygote:
             self.kill()
             raise WorldError(f"starting a world worker failed ({exc})") from None
 
-    async def mount(self, directory: str, mib: int) -> str | None:
+    async def mount(self, directory: str, mib: int, *, resize: bool = False) -> str | None:
         """A tmpfs of `mib` MiB on `directory` in the zygote's mount namespace, with its `episodes/`: the path by
         which this process reaches it (/proc/self/fd/<root>/<directory>), or None when the zygote has no mount
-        namespace (`quota_off` in its hello says why). Raises WorldError if the mount failed. `directory` is
-        absolute (the zygote's working directory is not ours)."""
+        namespace (`quota_off` in its hello says why). With `resize`, the tmpfs already on `directory` gets
+        `mib` MiB instead. Raises WorldError if the mount failed. `directory` is absolute (the zygote's working
+        directory is not ours)."""
         async with self.lock:
             sock = await self._ensure()
             if self.hello.get("quota_off") or self.root is None:
                 return None
 
             def go() -> None:
-                sock.send(json.dumps({"op": "mount", "dir": directory, "mib": mib}).encode())
+                sock.send(json.dumps({"op": "mount", "dir": directory, "mib": mib, "resize": resize}).encode())
                 reply = json.loads(sock.recv(1 << 16) or b"{}")
                 if not reply.get("ok"):
                     raise OSError(reply.get("error") or "the world zygote did not answer")
@@ -167,7 +168,7 @@ class Zygote:
             self.sock.close()
             self.sock = None
         if self.proc is not None and self.proc.returncode is None:
-            self.proc.kill()
+            kill_process(self.proc)
             reap_later(self.proc.wait())
 
     def release_namespaces(self) -> None:
