@@ -58,6 +58,15 @@ class PreparedRun:
     # Episodes a killed run left in flight, by key: resumed from their last checkpoint (docs/forks.md).
     resume_from: dict[tuple[str, str, int, int], ForkSpec] = field(default_factory=dict)
 
+    async def plan_disk(self) -> None:
+        """Size each scenario's disk quota for the episodes of it this run keeps open at once (its planned
+        episodes, at most the concurrency). `prepare` calls it, and `run` again: a caller may change
+        `config` in between."""
+        if isinstance(self.world, AwmWorld) and self.tasks:
+            per_task = -(-self.planned // len(self.tasks))
+            await self.world.plan_in_flight(in_flight_by_scenario([t.scenario for t in self.tasks], per_task,
+                                                                  self.config.concurrency))
+
     @property
     def planned(self) -> int:
         if self.planner is not None:
@@ -114,6 +123,7 @@ async def prepare(config: RunConfig, *, check: bool = True, shard: tuple[int, in
         if isinstance(world, RemoteWorld):
             await world.connect()  # a world that cannot be reached is bad input: one line, before any episode
         prep = await _prepare(config, registry, world, check, local_bases)
+        await prep.plan_disk()
     except BaseException:
         await asyncio.shield(world.aclose())
         raise
@@ -176,10 +186,6 @@ async def _prepare(config: RunConfig, registry: Any, world: RunWorld, check: boo
         from awm_runtime.groups import GroupPlanner
 
         planner = GroupPlanner.from_config(config, tasks, harnesses)
-    if isinstance(world, AwmWorld):  # sizes each scenario's disk quota for the episodes of it open at once
-        planned = planner.planned if planner is not None else len(tasks) * len(harnesses) * config.repeats
-        world.plan_in_flight(in_flight_by_scenario([t.scenario for t in tasks], -(-planned // len(tasks)),
-                                                   config.concurrency))
     roles = [(role, client.config) for (role, _alias), client in ctx.clients.items()]
     secrets = [s for _, cfg in roles if cfg.api_key_env and (s := os.environ.get(cfg.api_key_env, ""))]
     register_secrets(secrets)  # redacted from tool results, expert text and every run-directory file

@@ -79,6 +79,7 @@ async def run(config: RunConfig, *, sinks: Sequence[Sink] = (), prepared: Prepar
     `--until-decided` run, asked after each finished pair. Cancelling the task that runs this cancels the
     in-flight episodes (not recorded), and still flushes the logs and writes summary.json."""
     prep = prepared or await prepare(config)
+    await prep.plan_disk()  # again: the caller may have changed prep.config since prepare
     if prep.config.models != config.models:  # a resume: the model definitions its manifest stored
         config = config.model_copy(update={"models": prep.config.models})
     if config.out is None and prep.config.out is not None:  # chosen by prepare (MCP servers log there)

@@ -144,6 +144,7 @@ class AwmWorld:
         self._idle: OrderedDict[str, None] = OrderedDict()  # built scenarios with no hold, oldest first
         self._tool_names: dict[str, tuple[str, ...]] = {}  # kept after eviction: a few hundred bytes each
         self._in_flight: dict[str, int] = {}  # scenario -> most of its episodes a run keeps open at once
+        self._quota_said: set[str] = set()  # scenarios whose quota, set by the user, was said to be too small
         self.builds = 0
         self.evictions = 0
         self._ids = itertools.count()
@@ -157,10 +158,15 @@ class AwmWorld:
     def name(self) -> str:
         return self._name
 
-    def plan_in_flight(self, counts: Mapping[str, int]) -> None:
+    async def plan_in_flight(self, counts: Mapping[str, int]) -> None:
         """The most episodes of each scenario that will be open at once, which sizes its disk quota when
-        `WorldOptions.world_disk_mib` is None (and, when it is set, says once if it is too small)."""
+        `WorldOptions.world_disk_mib` is None (and, when it is set, says once if it is too small). A scenario
+        built already is sized now; the others when they are built."""
         self._in_flight.update(counts)
+        for scenario_id in counts:
+            prepared = self._prepared.get(scenario_id)
+            if isinstance(prepared, _Prepared):
+                await self._fit_quota(scenario_id, prepared.size)
 
     @property
     def workdir(self) -> Path:
@@ -321,6 +327,9 @@ class AwmWorld:
             return
         fits = episodes_fit(have, template_bytes)
         if self.options.world_disk_mib is not None:
+            if scenario_id in self._quota_said:
+                return
+            self._quota_said.add(scenario_id)
             log.warning("world_disk_small", scenario=scenario_id, mib=have, needs_mib=need, in_flight=in_flight,
                         note=f"--world-disk-mib {have} holds about {fits} of the {in_flight} episodes of this "
                              f"scenario that may be open at once; the others would fail as world_error. Raise it to "

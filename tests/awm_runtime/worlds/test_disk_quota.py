@@ -15,8 +15,7 @@ import structlog
 from awm_runtime import RunConfig
 from awm_runtime._errors import WorldError
 from awm_runtime.scheduler import prepare
-from awm_runtime.worlds import WorldOptions, load_worlds
-from awm_runtime.worlds import _disk, _world
+from awm_runtime.worlds import WorldOptions, _disk, _world, load_worlds
 from awm_runtime.worlds._disk import episodes_fit, in_flight_by_scenario, quota_mib
 from awm_runtime.worlds._pack import scenario_rows, write_dataset
 from tests.awm_runtime.worlds.test_fault_isolation import FAULTY, TABLE, call
@@ -61,7 +60,7 @@ async def test_a_scenario_with_more_live_episodes_than_the_floor_holds_gets_room
     monkeypatch.setattr(_disk, "AUTO_FLOOR_MIB", 16)  # a floor the planned episodes overflow, as 256 MiB did
     monkeypatch.setattr(_world, "AUTO_FLOOR_MIB", 16)
     world = load_worlds(big_dir, options=WorldOptions(workers=1))
-    world.plan_in_flight({"big": LIVE})
+    await world.plan_in_flight({"big": LIVE})
     try:
         with structlog.testing.capture_logs() as logs:
             opened, error = await open_all(world, LIVE)
@@ -81,7 +80,7 @@ async def test_a_scenario_with_more_live_episodes_than_the_floor_holds_gets_room
 
 async def test_a_quota_the_user_set_too_small_for_the_run_is_said_once_and_kept(big_dir: Path) -> None:
     world = load_worlds(big_dir, options=WorldOptions(workers=1, world_disk_mib=16))
-    world.plan_in_flight({"big": LIVE})
+    await world.plan_in_flight({"big": LIVE})
     try:
         with structlog.testing.capture_logs() as logs:
             opened, error = await open_all(world, LIVE)
@@ -106,5 +105,8 @@ async def test_a_run_plans_each_scenarios_episodes_in_flight(tmp_path: Path) -> 
         for t in prep.tasks:
             tasks[t.scenario] = tasks.get(t.scenario, 0) + 1
         assert prep.world._in_flight == {s: min(5, 3 * n) for s, n in tasks.items()}  # type: ignore[union-attr]
+        prep.config = config.model_copy(update={"repeats": 40, "concurrency": 10_000})  # as awm-bench scale does
+        await prep.plan_disk()  # what run() does first
+        assert prep.world._in_flight == {s: 40 * n for s, n in tasks.items()}  # type: ignore[union-attr]
     finally:
         await prep.world.aclose()
