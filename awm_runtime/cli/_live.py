@@ -82,8 +82,9 @@ class LiveView:
         table = endpoint_table(p)
         if table is not None:
             parts.append(table)
-        if self.notice:
-            parts.append(Text(printable(self.notice, one_line=True), style="yellow"))
+        notice = self.notice or next(reversed(p.warnings.values()), "")
+        if notice:
+            parts.append(Text(printable(notice, one_line=True), style="yellow"))
         yield Group(*parts)
 
     def start(self) -> None:

@@ -12,6 +12,7 @@ from typing import Any
 
 from awm_runtime._config import build_run_config
 from awm_runtime._errors import ConfigError
+from awm_runtime._printable import printable
 from awm_runtime.cli._common import DISK_HELP, EXIT_INTERRUPTED, EXIT_UNRECORDED, Parser, disk_mib, guarded
 from awm_runtime.models import load_toml
 
@@ -275,6 +276,8 @@ def main(argv: list[str] | None = None) -> int:
                   f"{_html_needs()}  ·  browse: awm-view {out}", file=sys.stderr)
         for warning in result.summary.get("warnings", []):
             print(f"awm-run: warning: {warning}", file=sys.stderr)
+        for line in progress.warnings.values():  # the first of each kind the run logged; events.jsonl has all
+            print(f"awm-run: warning: {printable(line, one_line=True)}", file=sys.stderr)
         if result.interrupted:
             print(f"awm-run: stopped early ({result.summary.get('stop_reason')}): {result.not_run} of "
                   f"{result.planned} episodes not run ({result.summary.get('cancelled', 0)} cancelled in flight); "

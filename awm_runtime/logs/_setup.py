@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import IO, Any
 
 import structlog
+from structlog.typing import EventDict
 
 from awm_runtime.logs._encodable import dumps_encodable, encodable_text
 from awm_runtime.logs._redact import Redactor, scrub_bytes
@@ -121,9 +122,17 @@ class _StreamWriter:
 
 
 def configure_logging(target: EventStream | IO[str], *, secrets: Iterable[str] = (),
-                      also: IO[str] | None = None) -> Redactor:
-    """Route every structlog event of this process to `target` as one JSON line (and to `also`)."""
+                      also: IO[str] | None = None,
+                      on_warning: Callable[[Mapping[str, Any]], None] | None = None) -> Redactor:
+    """Route every structlog event of this process to `target` as one JSON line (and to `also`); with
+    `on_warning`, also hand it each warning or error event, redacted (the CLI shows them to the user)."""
     redactor = Redactor(secrets)
+
+    def tap(_logger: Any, _name: str, event: EventDict) -> EventDict:
+        if on_warning is not None and event.get("level") in ("warning", "error", "critical"):
+            on_warning(event)
+        return event
+
     writer: Any = target if isinstance(target, EventStream) else _StreamWriter(
         [target] if also is None else [target, also])
     structlog.configure(
@@ -133,6 +142,7 @@ def configure_logging(target: EventStream | IO[str], *, secrets: Iterable[str] =
             structlog.processors.TimeStamper(fmt="iso", utc=True),
             structlog.processors.format_exc_info,
             redactor,
+            tap,
             structlog.processors.JSONRenderer(serializer=_orjson_dumps),
         ],
         logger_factory=lambda *args: writer,

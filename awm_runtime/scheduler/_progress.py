@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,6 +30,10 @@ def endpoint_dicts(stats: list[EndpointStats]) -> list[dict[str, Any]]:
              "in_backoff": s.in_backoff, "calls": s.calls, "errors": s.errors} for s in stats]
 
 
+MAX_WARNINGS = 20
+_NOT_SAID = ("event", "level", "timestamp", "shard")
+
+
 @dataclass(slots=True)
 class RunProgress:
     """What a run has done so far. The scheduler writes it; the live view only reads it."""
@@ -46,6 +50,18 @@ class RunProgress:
     stats: RunStats = field(default_factory=RunStats)
     started: float = field(default_factory=time.monotonic)
     endpoints: Callable[[], list[EndpointStats]] = endpoint_stats
+    # The first warning of each kind the run logged, as one line (events.jsonl has them all): the CLI shows them.
+    warnings: dict[str, str] = field(default_factory=dict)
+
+    def warn(self, event: Mapping[str, Any]) -> None:
+        """Keep `event` (a structlog event dict) if it is the first of its kind; at most MAX_WARNINGS kinds."""
+        name = str(event.get("event", "warning"))
+        if name in self.warnings or len(self.warnings) >= MAX_WARNINGS:
+            return
+        fields = {k: v for k, v in event.items() if k not in _NOT_SAID}
+        note = fields.pop("note", None)
+        said = " ".join(f"{k}={v}" for k, v in fields.items())
+        self.warnings[name] = f"{name}: {said}{'; ' if said and note else ''}{note or ''}"
 
     @property
     def finished(self) -> int:

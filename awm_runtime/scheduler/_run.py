@@ -128,7 +128,7 @@ async def run(config: RunConfig, *, sinks: Sequence[Sink] = (), prepared: Prepar
         on_start(prep.planned, len(done))
     events = EventStream(out / EVENTS, also=log_stdout)
     saved_logging = structlog.get_config()
-    configure_logging(events, secrets=prep.secrets)
+    configure_logging(events, secrets=prep.secrets, on_warning=progress.warn)
     writer.write_json(MANIFEST, manifest(config, prep, run_id, shards, previous))
     log.info("run_started", run_id=run_id, planned=prep.planned, already_done=len(done), to_run=to_run,
              resumed_mid_episode=len(prep.resume_from),

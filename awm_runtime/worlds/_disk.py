@@ -23,9 +23,10 @@ def quota_mib(template_bytes: int, in_flight: int) -> int:
 
 
 def episodes_fit(quota: int, template_bytes: int) -> int:
-    """About how many episodes a quota of `quota` MiB holds at once (what `quota_mib` allows each)."""
+    """About how many episodes a quota of `quota` MiB holds at once, at what `quota_mib` allows each (an upper
+    estimate: it leaves nothing for the build and imports)."""
     per_episode = template_bytes * 3 // 2 + EPISODE_SLACK_BYTES
-    return max(0, ((quota - SCRATCH_MIB) << 20) // per_episode)
+    return (quota << 20) // per_episode
 
 
 def in_flight_by_scenario(scenarios: Iterable[str], episodes_per_task: int, concurrency: int) -> dict[str, int]:

@@ -302,3 +302,23 @@ def test_a_cancelled_run_leaves_no_mount_or_process(user: str | None, root: Path
     alive = {p for p in seen if _running(p)}
     assert not alive, [Path(f"/proc/{p}/status").read_text()[:300] for p in alive]
     assert not mounts & _scenario_mounts(), "a scenario's tmpfs outlived its run"
+
+
+def test_a_batch_gets_the_disk_its_episodes_in_flight_need(user: str | None, root: Path) -> None:
+    """Issue 31: 200 episodes of one built-in scenario in flight at once. Under a 16 MiB quota set by the user
+    (~46 of their DBs) the run says, once and on the terminal, that it cannot hold them and what to set; with
+    the quota left unset, it is sized for the run and every episode completes."""
+    common = ["--worlds", "builtin", "--scenarios", "homehub*", "--policy", "sim/oracle", "--expert", "none",
+              "--preflight", "off", "--shards", "1", "--concurrency", "200", "--repeats", "20", "--quiet"]
+    small = _command(user, root, "run_main", *common, "--world-disk-mib", "16", "--out", str(root / "small"))
+    assert small.returncode == 0, small.stderr[-3000:]
+    said = [line for line in small.stderr.splitlines() if line.startswith("awm-run: warning: world_disk_small:")]
+    assert len(said) == 1 and "--world-disk-mib 16 holds about" in said[0] and "Raise it to" in said[0], small.stderr
+    recs = [json.loads(line) for line in (root / "small" / "episodes.jsonl").read_text().splitlines()]
+    full = [r for r in recs if r["end_reason"] == "world_error"]
+    assert full and all("limited to 16 MiB" in r["error"]["message"] for r in full)
+    sized = _command(user, root, "run_main", *common, "--out", str(root / "sized"))
+    assert sized.returncode == 0, sized.stderr[-3000:]
+    assert "world_disk" not in sized.stderr
+    again = [json.loads(line) for line in (root / "sized" / "episodes.jsonl").read_text().splitlines()]
+    assert len(again) == len(recs) and [r["error"] for r in again] == [None] * len(again)

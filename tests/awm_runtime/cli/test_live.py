@@ -45,3 +45,15 @@ def test_last_frame_ends_its_line_off_a_terminal() -> None:
     view.start()
     view.stop()
     assert console.file.getvalue().endswith("\n")  # type: ignore[attr-defined]
+
+
+def test_the_latest_kind_of_warning_shows_under_the_bar_and_a_signal_notice_first() -> None:
+    progress = RunProgress(planned=1, endpoints=lambda: [])
+    progress.warn({"event": "world_disk_small", "note": "Raise it to 300"})
+    console = Console(file=io.StringIO(), width=140, force_terminal=False)
+    view = LiveView(console, progress)
+    console.print(view)
+    assert "world_disk_small: Raise it to 300" in console.file.getvalue()  # type: ignore[attr-defined]
+    view.notice = "SIGINT: no new episodes"
+    console.print(view)
+    assert console.file.getvalue().endswith("SIGINT: no new episodes\n")  # type: ignore[attr-defined]

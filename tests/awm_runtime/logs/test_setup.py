@@ -83,3 +83,20 @@ def test_events_are_json_with_context_and_no_secrets(tmp_path: Path) -> None:
     event = json.loads((tmp_path / "e.jsonl").read_text())
     assert event["event"] == "model_retry" and event["episode_id"] == "e1" and event["arm"] == "a"
     assert "sk-live" not in json.dumps(event) and event["wait_s"] == 1.5 and "timestamp" in event
+
+
+def test_warnings_reach_the_tap_redacted_and_other_events_do_not(tmp_path: Path) -> None:
+    stream = EventStream(tmp_path / "e.jsonl")
+    saved = structlog.get_config()
+    seen: list[dict[str, object]] = []
+    configure_logging(stream, secrets=["sk-live-abcdef123456"], on_warning=lambda e: seen.append(dict(e)))
+    try:
+        structlog.get_logger().info("model_retry", error="x")
+        structlog.get_logger().warning("world_disk_small", note="key sk-live-abcdef123456")
+        structlog.get_logger().error("world_open_failed", error="full")
+    finally:
+        structlog.configure(**saved)
+        stream.close()
+    assert [(e["event"], e["level"]) for e in seen] == [("world_disk_small", "warning"), ("world_open_failed", "error")]
+    assert "sk-live" not in json.dumps(seen)
+    assert len((tmp_path / "e.jsonl").read_text().splitlines()) == 3  # every event is still written

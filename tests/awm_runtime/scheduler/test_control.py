@@ -106,3 +106,19 @@ async def test_loop_lag_sees_a_blocked_loop() -> None:
     await asyncio.sleep(0.05)
     probe.cancel()
     assert lag.max_ms >= 150
+
+
+def test_the_first_warning_of_each_kind_is_kept_as_one_line_for_the_terminal() -> None:
+    from awm_runtime.scheduler import RunProgress
+    from awm_runtime.scheduler._progress import MAX_WARNINGS
+
+    progress = RunProgress()
+    progress.warn({"event": "world_disk_small", "level": "warning", "timestamp": "t", "scenario": "a", "mib": 16,
+                   "note": "raise it"})
+    progress.warn({"event": "world_disk_small", "level": "warning", "scenario": "b", "note": "raise it"})
+    progress.warn({"event": "world_open_failed", "level": "error", "shard": 1, "error": "full"})
+    assert progress.warnings == {"world_disk_small": "world_disk_small: scenario=a mib=16; raise it",
+                                 "world_open_failed": "world_open_failed: error=full"}
+    for i in range(2 * MAX_WARNINGS):
+        progress.warn({"event": f"kind{i}"})
+    assert len(progress.warnings) == MAX_WARNINGS
