@@ -158,6 +158,8 @@ attempt("keyctl", lambda: raw(250, 0, -4, 0))
 attempt("bpf", lambda: raw(321, 0, 0, 0))
 attempt("open_by_handle_at", lambda: raw(304, -100, 0, 0))
 attempt("mount", lambda: raw(165, b"none", b"/tmp", b"tmpfs", 0, 0))
+# Growing its own disk quota: a remount of the tmpfs it lives on (issue 31; only the zygote may).
+attempt("remount", lambda: raw(165, b"awm-scenario", my_dir.encode(), b"tmpfs", 0x2E, b"size=100000m"))
 attempt("x32_getpid", lambda: raw(0x40000000 | 39))
 attempt("memory_bomb", lambda: len(bytearray(8 << 30)))
 """
