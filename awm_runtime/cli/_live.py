@@ -82,7 +82,7 @@ class LiveView:
         table = endpoint_table(p)
         if table is not None:
             parts.append(table)
-        notice = self.notice or next(reversed(p.warnings.values()), "")
+        notice = self.notice or p.last_warning
         if notice:
             parts.append(Text(printable(notice, one_line=True), style="yellow"))
         yield Group(*parts)

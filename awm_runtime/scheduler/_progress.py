@@ -52,6 +52,7 @@ class RunProgress:
     endpoints: Callable[[], list[EndpointStats]] = endpoint_stats
     # The first warning of each kind the run logged, as one line (events.jsonl has them all): the CLI shows them.
     warnings: dict[str, str] = field(default_factory=dict)
+    last_warning: str = ""  # the latest kept, for the live view (which reads it from another thread)
 
     def warn(self, event: Mapping[str, Any]) -> None:
         """Keep `event` (a structlog event dict) if it is the first of its kind; at most MAX_WARNINGS kinds."""
@@ -61,7 +62,7 @@ class RunProgress:
         fields = {k: v for k, v in event.items() if k not in _NOT_SAID}
         note = fields.pop("note", None)
         said = " ".join(f"{k}={v}" for k, v in fields.items())
-        self.warnings[name] = f"{name}: {said}{'; ' if said and note else ''}{note or ''}"
+        self.warnings[name] = self.last_warning = f"{name}: {said}{'; ' if said and note else ''}{note or ''}"
 
     @property
     def finished(self) -> int:
