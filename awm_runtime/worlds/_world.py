@@ -325,11 +325,11 @@ class AwmWorld:
         need = quota_mib(template_bytes, in_flight)
         if have is None or need <= have:
             return
-        fits = episodes_fit(have, template_bytes)
         if self.options.world_disk_mib is not None:
             if scenario_id in self._quota_said:
                 return
             self._quota_said.add(scenario_id)
+            fits = episodes_fit(have, template_bytes)
             log.warning("world_disk_small", scenario=scenario_id, mib=have, needs_mib=need, in_flight=in_flight,
                         note=f"--world-disk-mib {have} holds about {fits} of the {in_flight} episodes of this "
                              f"scenario that may be open at once; the others would fail as world_error. Raise it to "
