@@ -203,9 +203,11 @@ def _could_not_tell(config: ModelConfig, why: str) -> None:
 async def definite_answer(config: ModelConfig, client: httpx.AsyncClient, url: str,
                           body: dict[str, Any]) -> httpx.Response | None:
     """The endpoint's definite answer to one POST: a 2xx, a 4xx other than 429, or a 5xx that persisted
-    through every retry (llama-server without --jinja answers tools with a 500, every time). 429, 5xx,
-    timeouts and refused connections are retried under the alias's retry policy (Retry-After honoured);
-    None when the retries ran out on a rate limit, a timeout or a refused connection."""
+    through every retry (llama-server without --jinja answers tools with a 500, every time). 429, 5xx
+    and refused connections are retried under the alias's retry policy (Retry-After honoured). Each try
+    waits the alias's `timeout_s`, as a call of the run would, and a try that times out is not repeated:
+    a 30 s model then answers in 30 s, where a shorter client timeout made it three timeouts, 90 s and
+    no answer. None when the retries ran out on a rate limit or a refused connection, or it timed out."""
     from tenacity import AsyncRetrying, RetryError
 
     from awm_runtime.models._exceptions import AttemptError, parse_retry_after
@@ -217,7 +219,7 @@ async def definite_answer(config: ModelConfig, client: httpx.AsyncClient, url: s
 
     async def once() -> httpx.Response:
         try:
-            resp = await client.post(url, json=body, headers=_headers(config))
+            resp = await client.post(url, json=body, headers=_headers(config), timeout=config.timeout_s)
         except httpx.TimeoutException as exc:
             raise failed("timeout", f"{type(exc).__name__}") from exc
         except httpx.HTTPError as exc:
@@ -231,7 +233,8 @@ async def definite_answer(config: ModelConfig, client: httpx.AsyncClient, url: s
         return resp
 
     persisted: list[httpx.Response] = []
-    retries = CallRetries(RetryPolicy.of(config), config.endpoint)
+    policy = RetryPolicy.of(config)
+    retries = CallRetries(replace(policy, retries={**policy.retries, "timeout": 0}), config.endpoint)
     try:
         async for attempt in AsyncRetrying(**tenacity_kwargs(retries, asyncio.sleep)):
             with attempt:

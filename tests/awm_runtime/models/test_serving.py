@@ -16,6 +16,7 @@ from typing import Any
 
 import httpx
 import pytest
+import structlog
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
@@ -195,3 +196,27 @@ async def test_the_native_probe_waits_out_rate_limits_and_never_refuses_on_them(
                                        completions=True) is None
     assert len(seen) >= 7
     assert len(hopeless.requests) == 2 * 3  # two probe requests, each tried 1 + 2 times
+
+
+async def test_the_native_probe_waits_as_long_as_a_call_would_and_does_not_repeat_a_timeout() -> None:
+    """A model slower than the probe's HTTP client timeout (a 30 s reasoning model against a 30 s client: three
+    timeouts, 90 s, and `could not tell`) is waited for up to the alias's timeout_s, once."""
+    def slow(request: dict[str, Any]) -> Reply:
+        return Reply(content="ok", delay_s=1.5, usage={"prompt_tokens": len(json.dumps(request)) // 4,
+                                                       "completion_tokens": 1, "total_tokens": 1})
+
+    def hung(request: dict[str, Any]) -> Reply:
+        return Reply(content="ok", hang=True)
+
+    async with httpx.AsyncClient(timeout=0.5) as client:
+        with FakeOpenAI(key=KEY, models=("smollm2",), responder=slow) as server:
+            facts = await read_facts(cfg(server.url), client)
+            with structlog.testing.capture_logs() as logs:
+                assert await tools_problem(cfg(server.url, timeout_s=5), facts, client, completions=True) is None
+            assert logs == [] and len(server.requests) == 2  # definite answers, with and without the tool
+        with FakeOpenAI(key=KEY, models=("smollm2",), responder=hung) as server:
+            started = time.monotonic()
+            with structlog.testing.capture_logs() as logs:
+                assert await tools_problem(cfg(server.url, timeout_s=1), facts, client, completions=True) is None
+            assert time.monotonic() - started < 4 and len(server.requests) == 2  # each tried once
+            assert [e["event"] for e in logs] == ["preflight_native_tools_unknown"]
