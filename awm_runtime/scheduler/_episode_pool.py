@@ -19,6 +19,7 @@ import structlog
 from awm_runtime._config import ARM_KEYS
 from awm_runtime._errors import WorkerLost
 from awm_runtime._events import EpisodeEnded
+from awm_runtime._gc import tuned_collector
 from awm_runtime._interfaces import Sink, WorldSession
 from awm_runtime._types import EpisodeRecord, EpisodeSpec, ErrorInfo, Task, WorkerRef
 from awm_runtime.episode import Harness, run_episode
@@ -66,6 +67,12 @@ class EpisodePool:
         self._tasks = {t.key: t for t in prep.tasks}
 
     async def run(self, next_unit: NextUnit, done: UnitDone) -> None:
+        """Run the units `next_unit` hands out, `concurrency` episodes at a time, and pass each unit's
+        records to `done`; return when the units run out or the run stops."""
+        with tuned_collector():  # thousands of episodes in flight (awm_runtime/_gc.py)
+            await self._run(next_unit, done)
+
+    async def _run(self, next_unit: NextUnit, done: UnitDone) -> None:
         workers = [asyncio.create_task(self._worker(next_unit, done), name=f"awm-worker-{i}")
                    for i in range(self.concurrency)]
         everything: asyncio.Future[Any] = asyncio.gather(*workers, return_exceptions=True)

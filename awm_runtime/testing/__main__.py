@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import signal
 
+from awm_runtime._gc import tuned_collector
 from awm_runtime.testing._lean import LeanServer, serve
 from awm_runtime.testing._server import sim_responder, teach_builtin
 
@@ -32,7 +33,7 @@ def main() -> None:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, task.cancel)
-        with contextlib.suppress(asyncio.CancelledError):
+        with contextlib.suppress(asyncio.CancelledError), tuned_collector():
             await serve(server, port=args.port, lifetime_s=args.lifetime, announce=lambda url: print(url, flush=True))
 
     asyncio.run(run())

@@ -61,10 +61,13 @@ class LeanServer:
                 return refusal
             body = orjson.loads(await request.read())
             reply = self.responder(body) if self.responder else Reply(content="ok")
+            # Answered on arrival and held as bytes while it waits: a parsed request kept alive for the
+            # latency would be walked by every garbage collection meanwhile.
+            response = _json(completion_body(body, reply), reply.status)
+            del body, reply
             if self.latency_s:
                 await asyncio.sleep(max(0.0, arrived + self.latency_s - time.monotonic()))
                 self.late_ms.append(1000 * (time.monotonic() - arrived - self.latency_s))
-            response = _json(completion_body(body, reply), reply.status)
             self.last_reply = time.time()
             return response
 
