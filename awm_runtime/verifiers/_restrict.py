@@ -261,11 +261,17 @@ def find_function_name(code: str, default: str) -> str:
     return default
 
 
-def run_verifier(job: dict[str, Any], proxies: dict[str, types.ModuleType]) -> Any:
-    """Check, execute and call the verifier with the keyword arguments it accepts."""
-    tree = check_source(job["code"])
+def compile_verifier(code: str) -> types.CodeType:
+    """The verifier's module code, once `check_source` has passed (and rewritten) it."""
+    return compile(check_source(code), "<verifier>", "exec")
+
+
+def run_verifier(job: dict[str, Any], proxies: dict[str, types.ModuleType],
+                 compiled: types.CodeType | None = None) -> Any:
+    """Execute the verifier (`compiled`, or `job["code"]` checked and compiled here) and call its function
+    with the keyword arguments it accepts."""
     namespace: dict[str, Any] = {"__name__": "awm_verifier", "__builtins__": restricted_builtins(proxies)}
-    exec(compile(tree, "<verifier>", "exec"), namespace)
+    exec(compiled or compile_verifier(job["code"]), namespace)
     fn: Callable[..., Any] | None = namespace.get(job["function"])
     if not callable(fn):
         raise Refused(f"verifier defines no function {job['function']!r}")

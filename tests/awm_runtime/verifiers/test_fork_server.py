@@ -115,9 +115,11 @@ async def test_fuzzed_results_never_end_the_server(sandbox: Sandbox, db: Path, v
     assert sandbox.pid == pid
 
 
-def _serve_one(child_body: bytes, *, then_sleep: bool) -> tuple[dict[str, Any], float, int]:
-    """Run a real `Server` on pipes with one child that writes `child_body` raw and then sleeps (or exits).
-    Returns the reply, the seconds it took, and the child's pid."""
+def _serve_one(child_body: bytes, *, then_sleep: bool, code: str | None = None,
+               kept: dict[str, bytes] | None = None) -> tuple[dict[str, Any], float, int]:
+    """Run a real `Server` on pipes with one child that writes `child_body` raw and then sleeps (or exits);
+    `code`: the child was asked to send its compiled code first. Returns the reply, the seconds it took, and
+    the child's pid; `kept` receives the compiled code the server kept."""
     import os
     import threading
     import time
@@ -138,7 +140,7 @@ def _serve_one(child_body: bytes, *, then_sleep: bool) -> tuple[dict[str, Any], 
         os._exit(0)
     os.close(res_w)
     os.set_blocking(res_r, False)
-    server.children[res_r] = _Child(pid, 9, time.monotonic() + 20, started, 20.0, 20)
+    server.children[res_r] = _Child(pid, 9, time.monotonic() + 20, started, 20.0, 20, code=code)
     server.sel.register(res_r, __import__("selectors").EVENT_READ)
     thread = threading.Thread(target=server.serve, daemon=True)
     thread.start()
@@ -154,6 +156,8 @@ def _serve_one(child_body: bytes, *, then_sleep: bool) -> tuple[dict[str, Any], 
         thread.join(10)
     assert not thread.is_alive()
     server.stop()
+    if kept is not None:
+        kept.update(server.compiled)
     for fd in (req_r, out_r, out_w):
         os.close(fd)
     return reply, took, pid
@@ -176,3 +180,58 @@ def test_a_cut_frame_is_an_unreadable_result() -> None:
     body = b'{"ok": true, "value": {"result": "complete"}}'
     reply, _, _ = _serve_one(HEADER.pack(len(body)) + body[:10], then_sleep=False)
     assert reply["ok"] is False and "unreadable result" in reply["error"]
+
+
+RESULT = b'{"ok": true, "value": {"result": "complete"}}'
+
+
+def _framed(body: bytes) -> bytes:
+    return HEADER.pack(len(body)) + body
+
+
+def test_a_childs_first_frame_of_code_is_kept_and_its_result_answered() -> None:
+    kept: dict[str, bytes] = {}
+    reply, _, _ = _serve_one(_framed(b"C" + b"marshalled") + _framed(RESULT), then_sleep=True, code="src", kept=kept)
+    assert reply["ok"] is True and reply["value"] == {"result": "complete"}
+    assert kept == {"src": b"marshalled"}
+
+
+def test_only_a_child_asked_for_its_code_can_give_it() -> None:
+    """A child started from the server's copy was not asked: a code frame from it is an unreadable result."""
+    kept: dict[str, bytes] = {}
+    reply, _, _ = _serve_one(_framed(b"C" + b"forged") + _framed(RESULT), then_sleep=True, kept=kept)
+    assert reply["ok"] is False and "unreadable result" in reply["error"] and kept == {}
+
+
+def test_only_the_first_frame_can_be_code() -> None:
+    """Frames after the first are written once the verifier ran: a second code frame is a result, unreadable."""
+    kept: dict[str, bytes] = {}
+    reply, _, _ = _serve_one(_framed(b"C" + b"ours") + _framed(b"C" + b"theirs"), then_sleep=True, code="src",
+                             kept=kept)
+    assert reply["ok"] is False and "unreadable result" in reply["error"]
+    assert kept == {"src": b"ours"}
+
+
+def test_a_result_first_keeps_no_code() -> None:
+    """A child that failed before compiling (a refused check, a sandbox fault) sends its result first."""
+    kept: dict[str, bytes] = {}
+    reply, _, _ = _serve_one(_framed(RESULT), then_sleep=False, code="src", kept=kept)
+    assert reply["ok"] is True and kept == {}
+
+
+async def test_a_verifier_runs_from_the_kept_code_as_from_its_source(sandbox: Sandbox, db: Path) -> None:
+    """The same source verified again starts from the server's compiled copy and answers the same; another
+    source with the same function name answers its own; a refused source is refused every time."""
+    def code(result: str) -> str:
+        return (f"def verify_task_completion(initial_db_path, final_db_path, final_answer):\n"
+                f"    return {{'result': {result!r}}}\n")
+
+    kwargs = {"initial_db_path": str(db), "final_db_path": str(db), "final_answer": ""}
+    for _ in range(3):
+        for result in ("complete", "others"):
+            r = await sandbox.run(code(result), "verify_task_completion", kwargs, timeout_s=10, readable=(str(db),))
+            assert r.error is None and r.value == {"result": result}, r
+    refused = "def verify_task_completion(initial_db_path, final_db_path, final_answer):\n    return ().__class__\n"
+    for _ in range(2):
+        r = await sandbox.run(refused, "verify_task_completion", kwargs, timeout_s=10, readable=(str(db),))
+        assert r.error is not None and "__class__" in r.error, r
