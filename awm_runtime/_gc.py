@@ -25,32 +25,31 @@ YOUNG_THRESHOLD = 50_000
 OLDER_THRESHOLDS = (20, 10)
 
 _holders = 0
+_saved: tuple[tuple[int, int, int], bool] | None = None  # thresholds to restore, and whether to unfreeze
 
 
 @contextlib.contextmanager
 def tuned_collector() -> Iterator[None]:
-    """Freeze what is alive and raise the collection thresholds until the block ends; nested holds
-    share the outermost one. On exit the thresholds are restored, and the objects frozen here are
-    unfrozen unless something else had frozen objects before."""
-    global _holders
+    """Freeze what is alive and raise the collection thresholds until the block ends. Holds that overlap
+    (two pools in one process) share one setting, made by the first and undone by the last out: the
+    thresholds are restored, and the objects frozen here are unfrozen unless something else had frozen
+    objects before."""
+    global _holders, _saved
+    if _holders == 0:
+        _saved = (gc.get_threshold(), gc.get_freeze_count() == 0)
+        gc.freeze()
+        gc.set_threshold(YOUNG_THRESHOLD, *OLDER_THRESHOLDS)
     _holders += 1
-    if _holders > 1:
-        try:
-            yield
-        finally:
-            _holders -= 1
-        return
-    saved = gc.get_threshold()
-    unfreeze = gc.get_freeze_count() == 0
-    gc.freeze()
-    gc.set_threshold(YOUNG_THRESHOLD, *OLDER_THRESHOLDS)
     try:
         yield
     finally:
         _holders -= 1
-        gc.set_threshold(*saved)
-        if unfreeze:
-            gc.unfreeze()
+        if _holders == 0 and _saved is not None:
+            thresholds, unfreeze = _saved
+            _saved = None
+            gc.set_threshold(*thresholds)
+            if unfreeze:
+                gc.unfreeze()
 
 
 __all__ = ["OLDER_THRESHOLDS", "YOUNG_THRESHOLD", "tuned_collector"]

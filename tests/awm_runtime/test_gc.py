@@ -41,6 +41,18 @@ def test_a_nested_hold_shares_the_outer_one():
     assert gc.get_threshold() == (700, 10, 10)
 
 
+def test_overlapping_holds_are_undone_by_the_last_one_out():
+    """Two pools in one process: the first to end leaves the setting to the one still running."""
+    gc.set_threshold(700, 10, 10)
+    first, second = tuned_collector(), tuned_collector()
+    first.__enter__()
+    second.__enter__()
+    first.__exit__(None, None, None)
+    assert gc.get_threshold()[0] == YOUNG_THRESHOLD and gc.get_freeze_count() > 0
+    second.__exit__(None, None, None)
+    assert gc.get_threshold() == (700, 10, 10) and gc.get_freeze_count() == 0
+
+
 def test_objects_frozen_by_someone_else_stay_frozen():
     gc.freeze()
     before = gc.get_freeze_count()
