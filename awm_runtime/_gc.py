@@ -3,8 +3,8 @@
 CPython's default runs a young collection every 700 net allocations of container objects. That suits
 objects that die young. An episode's messages, tool schemas and pending call live for a whole model
 call (seconds to minutes), so they survive every young collection, are promoted, and each full
-collection walks all of them again. At 1,000 episodes × 5 s calls the runtime spent 7.8 s of its 27 s
-of CPU collecting, with pauses of up to 473 ms, and the benchmarks' model server 26 s of its 30 s.
+collection walks all of them again. At 1,000 episodes × 5 s calls the runtime spent 7.8 s in
+collections (wall clock, against 27 s of CPU), with pauses of up to 473 ms.
 
 While `tuned_collector()` is held:
 - the objects alive when it starts (imports, worlds, registries, the plan) are frozen, so no
