@@ -266,12 +266,11 @@ def compile_verifier(code: str) -> types.CodeType:
     return compile(check_source(code), "<verifier>", "exec")
 
 
-def run_verifier(job: dict[str, Any], proxies: dict[str, types.ModuleType],
-                 compiled: types.CodeType | None = None) -> Any:
-    """Execute the verifier (`compiled`, or `job["code"]` checked and compiled here) and call its function
-    with the keyword arguments it accepts."""
+def run_verifier(job: dict[str, Any], proxies: dict[str, types.ModuleType], compiled: types.CodeType) -> Any:
+    """Execute the verifier's `compiled` module code (from `compile_verifier`) and call its function with the
+    keyword arguments it accepts."""
     namespace: dict[str, Any] = {"__name__": "awm_verifier", "__builtins__": restricted_builtins(proxies)}
-    exec(compiled or compile_verifier(job["code"]), namespace)
+    exec(compiled, namespace)
     fn: Callable[..., Any] | None = namespace.get(job["function"])
     if not callable(fn):
         raise Refused(f"verifier defines no function {job['function']!r}")
