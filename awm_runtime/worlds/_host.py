@@ -25,6 +25,7 @@ from contextlib import contextmanager
 from typing import Any
 from urllib.parse import quote, urlencode
 
+from awm_runtime.worlds._openapi import install as install_openapi_walk
 from awm_runtime.worlds._tools import (
     Operation,
     invalid_arguments_text,
@@ -221,6 +222,7 @@ class ScenarioHost:
         try:
             with _collector_paused():
                 self.app = import_scenario_app(f"awm_scenario_{scenario_id}", code)
+                install_openapi_walk()
                 self.tools, self.ops = tools_from_openapi(self.app.openapi())
         finally:
             CURRENT_DB.reset(token)

@@ -89,6 +89,7 @@ class Worker:
     def __init__(self, loop: asyncio.AbstractEventLoop, directory: Path, final: Confinement, unsafe: bool) -> None:
         self.loop = loop
         self.directory = directory
+        self.episodes = str(directory / EPISODES)
         self.final = final
         self.unsafe = unsafe
         self.host: ScenarioHost | None = None
@@ -143,10 +144,10 @@ class Worker:
     def call(self, msg: dict[str, Any], loop: asyncio.AbstractEventLoop) -> dict[str, Any]:
         if self.host is None or self.host.scenario_id != msg["scenario"]:
             return {"ok": False, "error": f"scenario {msg['scenario']!r} is not loaded in this worker"}
-        db = Path(msg["db"])
-        if db.parent != self.directory / EPISODES:
+        db = msg["db"]
+        if os.path.dirname(db) != self.episodes:  # not normalised first: a path with `..` or `.` is refused
             return {"ok": False, "error": f"episode DB {db} is outside this worker's directory"}
-        reply = loop.run_until_complete(self.host.call(msg["db"], msg["tool"], msg.get("args") or {}))
+        reply = loop.run_until_complete(self.host.call(db, msg["tool"], msg.get("args") or {}))
         return {"ok": True, **reply}
 
     def send(self, reply: dict[str, Any]) -> None:
