@@ -89,3 +89,27 @@ async def test_a_cancelled_call_that_outlives_its_time_replaces_the_worker(trap_
         await b.close()
     finally:
         await world.aclose()
+
+
+async def test_a_call_on_a_db_outside_the_episodes_folder_is_refused(trap_dir: Any) -> None:
+    """The worker checks the DB's folder as the string the runtime sent: a sibling folder, a path that climbs out
+    with `..` or one that only normalises into the folder is refused, and the next call gets a working worker."""
+    from awm_runtime._errors import WorldError
+
+    world = load_worlds(trap_dir, options=WorldOptions(workers=1, tool_timeout_s=20))
+    try:
+        session = await world.open(trap_task(world), episode_id="own")
+        await session.call_tool(call("echo", {"tag": "warm"}))
+        folder, name = session.worker_db.rsplit("/", 1)
+        for db in (f"{folder}-other/{name}", f"{folder}/../{name}", f"{folder}/./{name}", f"/tmp/{name}"):
+            try:
+                await world.pool.call("trap", db, "echo", {"tag": "x"})
+            except WorldError as exc:
+                assert "outside this worker's directory" in str(exc), db
+            else:
+                raise AssertionError(f"{db} was served")
+        result = await session.call_tool(call("echo", {"tag": "after"}))
+        assert json.loads(result.text)["tag"] == "after"
+        await session.close()
+    finally:
+        await world.aclose()
