@@ -10,11 +10,12 @@ from fastapi._compat import v2
 from fastapi.openapi.utils import get_openapi
 from pydantic import BaseModel
 
-from awm_runtime.worlds import BUILTIN_SOURCES, load_dataset
+from awm_runtime.worlds import load_dataset
 from awm_runtime.worlds._dbbuild import build_database
-from awm_runtime.worlds._host import ScenarioHost, import_scenario_app
+from awm_runtime.worlds._host import ScenarioHost
 from awm_runtime.worlds._openapi import fastapi_walk, flat_models_from_model
-from tests.awm_runtime.worlds.test_tools import Person, odd_app
+from tests.awm_runtime.worlds.test_tools import Person
+from tests.awm_runtime.worlds.test_tools import _apps as tool_apps
 from tests.conftest import FIXTURES
 
 SAMPLES = FIXTURES / "awm1k_samples"
@@ -39,10 +40,8 @@ def _sample_apps(tmp: Path) -> list[tuple[str, Any]]:
 
 
 def _apps(tmp: Path) -> list[tuple[str, Any]]:
-    sources = sorted(p for p in BUILTIN_SOURCES.iterdir() if (p / "app.py").is_file())
-    sources.append(FIXTURES / "tiny_src" / "tiny_notes")
-    apps = [(p.name, import_scenario_app(f"awm_openapitest_{p.name}", (p / "app.py").read_text())) for p in sources]
-    return [*apps, *_sample_apps(tmp), ("odd", odd_app())]
+    """`test_tools`' apps (the built-in worlds, the tiny fixture, the odd shapes), then the complete samples."""
+    return [*tool_apps(), *_sample_apps(tmp)]
 
 
 def test_documents_equal_fastapis_on_every_builtin_sample_and_odd_app(tmp_path: Path,
