@@ -24,7 +24,7 @@ from typing import Any
 
 import orjson
 
-from awm_runtime.bench._scale_peaks import BurningTransport, batch_figures, open_files_limit
+from awm_runtime.bench._scale_peaks import BurningTransport, batch_figures, open_files_limit, slices_figures
 
 # Issue 13: full stack on a quiet 2-core machine, median of 3 runs.
 TARGETS = {(256, 2.0): 0.92, (1000, 5.0): 0.90}
@@ -311,6 +311,7 @@ def _report(args: argparse.Namespace, summary: dict[str, Any], out: Path, sample
     t0, t1, rate, window = _steady(samples, n, statistics.fmean(walls) if walls else 0.0)
     shards = summary.get("shard_stats") or []
     lags = [summary["loop_lag_ms"]["p99_ms"], *(s["loop_lag_ms"]["p99_ms"] for s in shards if "loop_lag_ms" in s)]
+    slices = slices_figures(summary, shards)
     # RSS per in-flight episode, bracketed: against the processes when they start (an upper bound: it
     # also counts what they load once, e.g. each scenario's app) and when the run has drained (a lower
     # bound: the allocator keeps some freed memory).
@@ -344,7 +345,7 @@ def _report(args: argparse.Namespace, summary: dict[str, Any], out: Path, sample
         "wall_s": summary["wall_s"], "steady_window_s": [round(t0, 1), round(t1, 1)],
         "episodes_per_s": round(rate, 3), "ideal_episodes_per_s": round(ideal, 3),
         "efficiency": round(efficiency, 4), "model_calls_per_s": round(rate * mean_calls, 2),
-        "loop_lag_p99_ms": max(lags), "loop_lag_p99_ms_per_process": lags,
+        "loop_lag_p99_ms": max(lags), "loop_lag_p99_ms_per_process": lags, "loop_slices": slices,
         "rss_base_mib": round(base_rss + idle_children, 1), "rss_steady_mib": round(rss_steady, 1),
         "rss_per_in_flight_episode_mib": round(rss_per, 3), "rss_drained_mib": round(rss_drained, 1),
         "rss_per_in_flight_episode_mib_lower_bound": round(rss_per_low, 3),
@@ -367,6 +368,8 @@ def _report(args: argparse.Namespace, summary: dict[str, Any], out: Path, sample
            ["efficiency", f"{efficiency:.1%}", f">= {target:.0%}" if target else "-"]] if not batch else
           [["steady state", "none: a batch is one wave (see the makespan)", ""]]),
         ["loop lag p99", f"{max(lags):.0f} ms", f"< {LAG_TARGET_MS:.0f} ms"],
+        ["steps queued for a loop slice", f"{slices['waited']} of {slices['steps']}: mean wait "
+         f"{slices['mean_wait_ms']:.0f} ms, max {slices['max_wait_ms']:.0f} ms", ""],
         ["RSS per in-flight episode", f"{rss_per_low:.3f} to {rss_per:.3f} MiB", f"< {RSS_TARGET_MIB:g} MiB"],
         ["CPU s/episode runtime|world|server", " | ".join(f"{v:.3f}" for v in cpu_ep.values()), ""],
         ["CPU ms/model call runtime|world|server", " | ".join(f"{v:.2f}" for v in cpu_call.values()), ""],

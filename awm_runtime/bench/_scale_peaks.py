@@ -124,3 +124,14 @@ class BurningTransport:
         while time.thread_time() < until:
             pass
         return await self.inner.attempt(route, messages, params, timeout_s)
+
+
+def slices_figures(summary: dict[str, Any], shards: list[dict[str, Any]]) -> dict[str, Any]:
+    """The loop slices of every process of the run, added up (awm_runtime/_slices.py): how many episode steps
+    queued for their share of an event loop, and how long they waited."""
+    parts = [p for p in (summary.get("loop_slices"), *(s.get("loop_slices") for s in shards)) if p]
+    steps, waited = sum(p["steps"] for p in parts), sum(p["waited"] for p in parts)
+    wait_s = sum(p["wait_s"] for p in parts)
+    return {"steps": steps, "waited": waited, "wait_s": round(wait_s, 3),
+            "mean_wait_ms": round(wait_s / waited * 1000, 2) if waited else 0.0,
+            "max_wait_ms": max((p["max_wait_ms"] for p in parts), default=0.0)}

@@ -44,6 +44,7 @@ from awm_runtime._interfaces import (
     WorldSession,
 )
 from awm_runtime._prompts import render
+from awm_runtime._slices import loop_slice
 from awm_runtime._types import (
     EpisodeRecord,
     EpisodeSpec,
@@ -158,6 +159,7 @@ async def run_episode(spec: EpisodeSpec, task: Task, session: WorldSession, harn
                 started = time.perf_counter()
                 verdict = await session.verify(ep.final_answer, ep.messages)
                 ep.timings["verify_s"] += time.perf_counter() - started
+                await loop_slice()
         except asyncio.CancelledError:
             if hook is not None:
                 hook.cancelled()
@@ -214,6 +216,7 @@ async def _play(ep: EpisodeState, session: WorldSession, harness: Harness, sinks
             return harness.policy.act(ep.messages, tools, seed=ep.spec.seed)
 
         pt = await (act() if hook is None else hook.policy_turn(ep, act))
+        await loop_slice()
         ep.timings["policy_s"] += pt.elapsed_s
         ep.usage["policy"].add(pt.usage)
         ep.add([pt.message])
@@ -259,6 +262,7 @@ async def _call_world(ep: EpisodeState, pt: PolicyTurn, action: CallTool, sessio
     ep.waiting_on = "world"
     result = await session.call_tool(action.call)
     ep.timings["world_s"] += time.perf_counter() - started
+    await loop_slice()
     ep.tool_calls += 1
     if result.is_error:
         ep.tool_errors += 1

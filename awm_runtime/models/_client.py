@@ -10,6 +10,7 @@ from tenacity import AsyncRetrying, RetryError
 
 from awm_runtime import _events
 from awm_runtime._errors import ModelError
+from awm_runtime._slices import loop_slice
 from awm_runtime.models._exceptions import AttemptError
 from awm_runtime.models._limits import EndpointLimiter, limiter_for
 from awm_runtime.models._pricing import Prices, prices_for
@@ -69,6 +70,7 @@ class ModelClient:
             attempts = 1
         except AttemptError as first:
             reply, attempts = await self._retried(first, messages, call_params, retries)
+        await loop_slice()  # replies land together: what follows takes its turn (awm_runtime/_slices.py)
         reply.usage.cost_usd = self.prices.cost(reply.usage.prompt_tokens, reply.usage.completion_tokens)
         reply.usage.cost_known = self.prices.source != "unknown"
         reply.usage.latency_s = [round(reply.latency_s, 4)]

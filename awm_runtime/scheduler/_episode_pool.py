@@ -21,6 +21,7 @@ from awm_runtime._errors import WorkerLost
 from awm_runtime._events import EpisodeEnded
 from awm_runtime._gc import tuned_collector
 from awm_runtime._interfaces import Sink, WorldSession
+from awm_runtime._slices import LoopSlices, loop_slice, sharing_loop
 from awm_runtime._types import EpisodeRecord, EpisodeSpec, ErrorInfo, Task, WorkerRef
 from awm_runtime.episode import Harness, run_episode
 from awm_runtime.episode._checkpoint_store import Checkpointer
@@ -58,6 +59,7 @@ class EpisodePool:
         self.cancelled = 0  # episodes cancelled in flight (not recorded)
         self.unrecorded: list[tuple[str, str, int, int]] = []  # finished, but no record could be written
         self._slots = asyncio.Semaphore(concurrency)
+        self.slices = LoopSlices()
         # Episodes of an arm whose endpoint cannot serve `concurrency` at once wait here, before they start.
         self.gates = endpoint_gates(prep.harnesses, concurrency)
         self._gates = gate_semaphores(self.gates)
@@ -69,7 +71,8 @@ class EpisodePool:
     async def run(self, next_unit: NextUnit, done: UnitDone) -> None:
         """Run the units `next_unit` hands out, `concurrency` episodes at a time, and pass each unit's
         records to `done`; return when the units run out or the run stops."""
-        with tuned_collector():  # thousands of episodes in flight (awm_runtime/_gc.py)
+        # Thousands of episodes in flight (awm_runtime/_gc.py), sharing the loop in slices (awm_runtime/_slices.py).
+        with tuned_collector(), sharing_loop(self.slices):
             await self._run(next_unit, done)
 
     async def _run(self, next_unit: NextUnit, done: UnitDone) -> None:
@@ -194,6 +197,7 @@ class EpisodePool:
                 sink.emit(EpisodeEnded(episode_id, record))
             return record
         try:
+            await loop_slice()  # a scenario's build lets all its episodes open at once
             return await run_episode(spec, task, session, harness, sinks=self.sinks, run_id=self.run_id,
                                      episode_id=episode_id, hook=hook)
         except asyncio.CancelledError:

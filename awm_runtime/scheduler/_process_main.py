@@ -136,6 +136,7 @@ async def _serve(fd: int) -> int:
     try:
         await pool.run(next_unit, done)
         await link.send({"t": "bye", "cancelled": pool.cancelled, "loop_lag_ms": lag.to_dict(),
+                         "loop_slices": pool.slices.to_dict(),
                          "peak_rss_mib": round(peak_rss_mib(), 1), "cpu_s": round(cpu_s(), 3)})
     except (BrokenPipeError, ConnectionResetError):
         pass  # the parent is gone; nothing can be recorded any more

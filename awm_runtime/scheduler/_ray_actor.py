@@ -270,7 +270,8 @@ class EpisodeActor:
             overhead[k] = round(overhead[k] - self._overhead.get(k, 0.0), 3)
         return {"ray_node_overhead": overhead, **self._where(), "episodes": self.episodes,
                 "cancelled": self.pool.cancelled if self.pool else 0,
-                "loop_lag_ms": self.lag.to_dict(), "peak_rss_mib": round(peak_rss_mib(), 1),
+                "loop_lag_ms": self.lag.to_dict(), "loop_slices": self.pool.slices.to_dict() if self.pool else {},
+                "peak_rss_mib": round(peak_rss_mib(), 1),
                 "startup_cpu_s": round(self._ready_cpu_s, 3), "cpu_s": round(cpu_s() - self._ready_cpu_s, 3),
                 "world_cpu_s": round(cpu_s(-1), 3),
                 "events_dropped": self.events.dropped, "events": self.events.drain()}

@@ -271,7 +271,7 @@ async def run_local(config: RunConfig, prep: PreparedRun, run_id: str, sinks: Se
         tracker.cancel()
         progress.in_flight, progress.cancelled = pool.in_flight, pool.cancelled
         progress.lost += pool.lost
-    return {}
+    return {"loop_slices": pool.slices.to_dict()} if runner is None else {}
 
 
 async def _heartbeat(events: EventStream, progress: RunProgress, lag: LoopLag, every_s: float = 10.0) -> None:

@@ -76,3 +76,13 @@ async def test_memory_stays_flat_over_a_long_run(tmp_path: Path) -> None:
     late = max(rss for done, rss in samples if done >= 3000)
     assert late - warm < 8, f"RSS grew {late - warm:.1f} MiB from 1,000 to 4,000 episodes"
     assert (out / "events.jsonl").stat().st_size > 1_000_000  # the events went to disk, not to memory
+
+
+async def test_a_runs_summary_says_how_its_episodes_shared_the_loop(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    prep = prepared(out, MemoryWorld(4), StepPolicy(), concurrency=4, repeats=2)
+    result = await run(prep.config, prepared=prep)
+    slices = result.summary["loop_slices"]
+    # Every episode asks for a slice as it opens its world, after each model reply, tool reply and verdict.
+    assert slices["steps"] >= 4 * 2 * 3
+    assert set(slices) == {"steps", "waited", "wait_s", "mean_wait_ms", "max_wait_ms", "step_ms"}
