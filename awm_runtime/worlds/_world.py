@@ -35,6 +35,7 @@ from typing import Any
 import structlog
 
 from awm_runtime._errors import WorldError
+from awm_runtime._slices import loop_slice
 from awm_runtime._types import Message, Task, ToolCall, ToolResult, ToolSpec, Verdict
 from awm_runtime.verifiers import Judge, Sandbox
 from awm_runtime.worlds._dbbuild import BuildReport
@@ -381,6 +382,7 @@ class AwmWorld:
         self._hold(task.scenario)
         try:
             prepared = await self._prepare(task.scenario)
+            await loop_slice()  # a scenario's build lets all its waiting episodes clone at once
             name = f"ep-{episode_id}-{next(self._ids)}.db"
             db = Path(self.pool.local(task.scenario), EPISODES, name)
             full = self.disk_full_text(task.scenario) if self.pool.quota_off is None else ""

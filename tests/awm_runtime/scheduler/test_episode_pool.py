@@ -282,3 +282,30 @@ def test_unrecorded_keys_are_named_from_the_plan(tmp_path: Path) -> None:
     arms = {"a": {"judge_unclassified_share": 0.5}, "b": {"judge_unclassified_share": 0.1}, "c": {}}
     warnings = judge_warnings({"arms": arms})
     assert len(warnings) == 1 and warnings[0].startswith("arm a: the judge gave no classification for 50%")
+
+
+async def test_episodes_that_queue_for_every_loop_slice_all_finish_or_close_when_cancelled(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from awm_runtime import _slices
+    from awm_runtime.scheduler import _episode_pool
+
+    made: list[_slices.LoopSlices] = []
+
+    def no_time_to_spare() -> _slices.LoopSlices:  # a slice lasts nothing: every step that can queue does
+        made.append(_slices.LoopSlices(slice_s=0.0))
+        return made[-1]
+
+    monkeypatch.setattr(_episode_pool, "LoopSlices", no_time_to_spare)
+    world = MemoryWorld(8)
+    prep = prepared(tmp_path / "a", world, StepPolicy(steps=3), concurrency=8)
+    result = await run(prep.config, prepared=prep)
+    assert result.ran == 8 and made[-1].waited > 0
+
+    world = MemoryWorld(8)
+    prep = prepared(tmp_path / "b", world, StepPolicy(steps=3, delay_s=0.5), concurrency=4)
+    task = asyncio.create_task(run(prep.config, prepared=prep))
+    await _started(world, 4)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert world.opened == world.closed  # closed through the cancellation, wherever each one waited
