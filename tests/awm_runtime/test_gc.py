@@ -88,9 +88,11 @@ def test_an_episode_pool_holds_it_while_it_runs(tmp_path):
 
     seen: list[tuple[int, int, int]] = []
 
+    from awm_runtime._slices import LoopSlices
+
     class Pool(EpisodePool):
         def __init__(self) -> None:  # only run() is exercised
-            pass
+            self.slices = LoopSlices()
 
         async def _run(self, next_unit, done) -> None:
             seen.append(gc.get_threshold())
