@@ -26,6 +26,8 @@ def test_scheduler_stack_holds_n_in_flight_near_the_ideal() -> None:
     assert r["rss_per_in_flight_episode_mib"] < 1  # type: ignore[operator]
     assert set(r["cpu_s_per_episode"]) == {"runtime", "world", "model_server"}  # type: ignore[call-overload]
     assert r["targets"] == {"efficiency": None, "loop_lag_p99_ms": 50.0}  # no target at this size
+    slices = r["loop_slices"]  # how the episodes shared the loop: every one asked once per model call at least
+    assert slices["steps"] >= 180 * 5 and 0 <= slices["waited"] <= slices["steps"]  # type: ignore[index,operator]
 
 
 def test_full_stack_against_the_loopback_server_in_another_process() -> None:
@@ -55,3 +57,13 @@ def test_a_batch_reports_its_makespan_and_the_peaks_of_the_run() -> None:
     assert r["peak_open_files_all"] >= r["peak_open_files_runtime"]  # type: ignore[operator]
     assert r["open_files_limit"] >= 1024 and r["loop_lag_p99_ms"] >= 0  # type: ignore[operator]
     assert set(r["cpu_ms_per_model_call"]) == {"runtime", "world", "model_server"}  # type: ignore[call-overload]
+
+
+def test_the_loop_slices_of_the_parent_and_every_shard_add_up() -> None:
+    from awm_runtime.bench._scale_peaks import slices_figures
+
+    one = {"steps": 10, "waited": 4, "wait_s": 0.4, "max_wait_ms": 150.0}
+    two = {"steps": 30, "waited": 6, "wait_s": 0.2, "max_wait_ms": 90.0}
+    total = slices_figures({"loop_slices": one}, [{"loop_slices": two}, {"exit": -9}])  # a shard that died says nothing
+    assert total == {"steps": 40, "waited": 10, "wait_s": 0.6, "mean_wait_ms": 60.0, "max_wait_ms": 150.0}
+    assert slices_figures({}, [])["mean_wait_ms"] == 0.0
