@@ -1,4 +1,4 @@
-"""Loop slices: episodes share the event loop in turns of about 20 ms, so the loop stays responsive.
+"""Loop slices: episodes share the event loop in slices of about 20 ms, so the loop stays responsive.
 
 When thousands of model replies land within a second (a batch launched at once, every call taking
 the same 30 s), each reply wakes an episode whose next step costs a millisecond or more of CPU:
@@ -11,7 +11,7 @@ An episode now calls `loop_slice()` where it wakes from a model, a world or a ve
 CPU-heavy step. While the loop is quiet that returns at once. Once the steps run in one loop
 iteration have taken `slice_s`, later ones queue (first come, first served) and are let go in
 batches, one batch per loop iteration, sized so that an iteration lasts about `slice_s`. The CPU
-work is the same; what changes is that it waits here, where it is counted (`waits`), and not in
+work is the same; what changes is that it waits here, where it is counted (`to_dict`), and not in
 the loop's ready queue, where it delayed everything else.
 
 Outside an `EpisodePool` (an embedding caller's own loop) `loop_slice()` does nothing.
