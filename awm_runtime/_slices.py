@@ -72,11 +72,11 @@ class LoopSlices:
         try:
             await waiter
         finally:
-            resumed = time.perf_counter()
-            if not self._batch_began:
-                self._batch_began = resumed
-            self.wait_s += resumed - asked
-            self.max_wait_s = max(self.max_wait_s, resumed - asked)
+            waited = time.perf_counter() - asked
+            self.wait_s += waited
+            self.max_wait_s = max(self.max_wait_s, waited)
+        if not self._batch_began:  # only a step let go starts its batch's clock: a cancelled one never ran
+            self._batch_began = time.perf_counter()
         self._admitted.add(asyncio.current_task())
 
     def _open(self, now: float) -> None:

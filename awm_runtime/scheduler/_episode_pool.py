@@ -197,7 +197,7 @@ class EpisodePool:
                 sink.emit(EpisodeEnded(episode_id, record))
             return record
         try:
-            await loop_slice()  # a scenario's build lets all its episodes open at once
+            await loop_slice()  # episodes whose worlds opened together (after a build) share the loop from the start
             return await run_episode(spec, task, session, harness, sinks=self.sinks, run_id=self.run_id,
                                      episode_id=episode_id, hook=hook)
         except asyncio.CancelledError:
