@@ -17,6 +17,7 @@ from awm_runtime.isolation._confine import (
     mark_private,
     narrow,
     prepare,
+    yield_cpu,
 )
 from awm_runtime.isolation._containment import UNSAFE_FLAG, Containment, probe, require
 from awm_runtime.isolation._frames import (
@@ -59,4 +60,5 @@ __all__ = [
     "signal_process",
     "stop_process",
     "write_all",
+    "yield_cpu",
 ]

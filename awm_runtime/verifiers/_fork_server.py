@@ -47,6 +47,7 @@ from awm_runtime.isolation import (
     enter_namespaces,
     protocol_fds,
     write_all,
+    yield_cpu,
 )
 from awm_runtime.isolation import prepare as prepare_confinement
 from awm_runtime.verifiers._restrict import Refused, compile_verifier, module_proxies, run_verifier
@@ -357,6 +358,7 @@ def main() -> None:
     parser.add_argument("--unsafe", action="store_true")
     args = parser.parse_args()
     die_with_parent(args.parent)
+    yield_cpu()  # verifications run below the runtime's loop, which serves every episode
     if not args.unsafe:
         enter_namespaces()  # once, single-threaded: every job inherits no network and its own user namespace
         prepare_confinement()

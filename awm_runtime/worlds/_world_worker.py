@@ -49,6 +49,7 @@ from awm_runtime.isolation import (
     narrow,
     read_frame_fd,
     write_all,
+    yield_cpu,
 )
 from awm_runtime.isolation import prepare as prepare_confinement
 from awm_runtime.isolation._mounts import (
@@ -378,6 +379,7 @@ def main() -> None:
     args = parser.parse_args()
     die_with_parent(args.parent)
     control = socket.socket(fileno=args.control)
+    yield_cpu()  # scenarios run below the runtime's loop, which serves every episode
     # Before any import can start a thread: namespaces, then a mount namespace for the scenarios' disk quotas.
     namespaces, quota, ns_fds = "", "the world runs with --unsafe-no-sandbox (rlimits only)", []
     if args.join:

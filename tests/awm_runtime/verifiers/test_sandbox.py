@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from awm_runtime.verifiers import Sandbox
+from tests.awm_runtime.isolation.conftest import assert_below_the_runtime
 from tests.awm_runtime.verifiers.conftest import readonly_db
 
 
@@ -175,6 +176,13 @@ async def test_server_environment_has_no_secrets(monkeypatch: pytest.MonkeyPatch
         assert b"OPENAI_API_KEY" not in environ and b"sk-must-not-leak" not in environ
     finally:
         await box.aclose()
+
+
+async def test_the_verifier_server_runs_below_the_runtime(sandbox: Sandbox, db: Path) -> None:
+    """Verifier jobs (forks of the server) yield the CPU to the runtime's event loop."""
+    assert (await run(sandbox, "return 1", db))[0] == 1
+    assert sandbox.pid is not None
+    assert_below_the_runtime(sandbox.pid)
 
 
 CONFINED_CHILD = """

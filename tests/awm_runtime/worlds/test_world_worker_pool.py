@@ -10,6 +10,7 @@ from awm_runtime import EpisodeSpec, ToolCall, run_episode
 from awm_runtime._build import build_shaper
 from awm_runtime.episode import EpisodeLimits, Harness
 from awm_runtime.worlds import WorldOptions, load_worlds
+from tests.awm_runtime.isolation.conftest import assert_below_the_runtime
 from tests.conftest import ScriptedPolicy
 
 
@@ -110,6 +111,21 @@ async def test_a_call_on_a_db_outside_the_episodes_folder_is_refused(trap_dir: A
                 raise AssertionError(f"{db} was served")
         result = await session.call_tool(call("echo", {"tag": "after"}))
         assert json.loads(result.text)["tag"] == "after"
+        await session.close()
+    finally:
+        await world.aclose()
+
+
+async def test_world_workers_and_their_zygote_run_below_the_runtime(trap_dir: Any) -> None:
+    """Scenario code yields the CPU to the runtime's event loop, which serves every episode."""
+    world = load_worlds(trap_dir, options=WorldOptions(workers=1))
+    try:
+        session = await world.open(trap_task(world), episode_id="nice")
+        await session.call_tool(call("echo", {"tag": "x"}))
+        pids = world.pool.pids()
+        assert len(pids) == 2  # the zygote and the scenario's worker
+        for pid in pids:
+            assert_below_the_runtime(pid)
         await session.close()
     finally:
         await world.aclose()
