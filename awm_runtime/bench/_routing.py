@@ -60,7 +60,7 @@ class Server:
         lifetime = str(max(600.0, self.latency_s * 200))
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "awm_runtime.testing", "--latency", str(self.latency_s), "--key", KEY,
-             "--lifetime", lifetime], stdout=subprocess.PIPE, text=True)
+             "--lifetime", lifetime, "--parent", str(os.getpid())], stdout=subprocess.PIPE, text=True)
         assert self.proc.stdout is not None
         self.url = self.proc.stdout.readline().strip()
         if not self.url.startswith("http"):

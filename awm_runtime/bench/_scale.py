@@ -60,7 +60,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def _start_server(latency: float, lifetime: float) -> tuple[subprocess.Popen[str], str]:
     proc = subprocess.Popen([sys.executable, "-m", "awm_runtime.testing", "--latency", str(latency), "--mode",
-                             "sim-oracle", "--lifetime", str(lifetime)], stdout=subprocess.PIPE, text=True)
+                             "sim-oracle", "--lifetime", str(lifetime), "--parent", str(os.getpid())],
+                            stdout=subprocess.PIPE, text=True)
     assert proc.stdout is not None
     url = proc.stdout.readline().strip()
     if not url.startswith("http"):

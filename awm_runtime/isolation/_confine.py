@@ -65,7 +65,7 @@ def _write(path: str, text: str) -> None:
 # world workers or verifiers hold both cores, its iterations stretch (the loop thread is runnable but waits for a
 # CPU). At 10 steps the scheduler gives the loop about nine times their share while they compete; an idle core
 # is still theirs.
-DATASET_NICENESS = 10
+DATASET_NICENESS = 3
 
 
 def yield_cpu(niceness: int = DATASET_NICENESS) -> None:

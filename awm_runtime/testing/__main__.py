@@ -8,6 +8,7 @@ import contextlib
 import signal
 
 from awm_runtime._gc import tuned_collector
+from awm_runtime.isolation import die_with_parent
 from awm_runtime.testing._lean import LeanServer, serve
 from awm_runtime.testing._server import sim_responder, teach_builtin
 
@@ -19,7 +20,10 @@ def main() -> None:
     p.add_argument("--latency", type=float, default=0.0, help="seconds from a request's arrival to its reply")
     p.add_argument("--mode", choices=("echo", "sim-oracle", "sim-novice"), default="echo")
     p.add_argument("--lifetime", type=float, default=900.0, help="stop by itself after this many seconds")
+    p.add_argument("--parent", type=int, default=0, help="stop when this process (the benchmark) ends")
     args = p.parse_args()
+    if args.parent:
+        die_with_parent(args.parent)
     responder = None
     if args.mode != "echo":
         teach_builtin()

@@ -44,3 +44,25 @@ def test_answers_after_the_latency_with_the_key_and_reports_its_lateness(server:
         stats = client.get(server.removesuffix("/v1") + "/stats").json()
     assert stats["replies"] == 1  # the refused requests were not answered
     assert 0 <= stats["late_ms_p50"] <= stats["late_ms_max"] < 1000 * elapsed
+
+
+def test_it_stops_when_its_parent_does() -> None:
+    """A benchmark killed mid-run leaves no model server behind (`--parent`)."""
+    launcher = ("import subprocess, sys, os; p = subprocess.Popen([sys.executable, '-m', 'awm_runtime.testing', "
+                "'--lifetime', '120', '--parent', str(os.getpid())], stdout=subprocess.PIPE, text=True); "
+                "print(p.pid, p.stdout.readline().strip(), flush=True); os._exit(0)")
+    out = subprocess.run([sys.executable, "-c", launcher], capture_output=True, text=True, timeout=60).stdout.split()
+    pid, url = int(out[0]), out[1]
+    assert url.startswith("http://127.0.0.1:")
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and _alive(pid):
+        time.sleep(0.05)
+    assert not _alive(pid)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().split(") ")[1][0] != "Z"
+    except FileNotFoundError:
+        return False
