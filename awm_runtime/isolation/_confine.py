@@ -62,10 +62,11 @@ def _write(path: str, text: str) -> None:
 
 
 # How many nice steps below the runtime dataset code runs. The runtime's event loop serves every episode: when
-# world workers or verifiers hold both cores, its iterations stretch (the loop thread is runnable but waits for a
-# CPU). At 10 steps the scheduler gives the loop about nine times their share while they compete; an idle core
-# is still theirs.
-DATASET_NICENESS = 3
+# world workers and verifiers hold both cores, its iterations stretch (the loop thread is runnable but waits for a
+# CPU). At 5 steps each of their sessions weighs 335 against the runtime's 1,024 while they compete; an idle core
+# is still theirs. Measured at 10,000 episodes x 30 s on two cores (docs/runs.md): 3 steps left the loop-lag p99
+# at the 100 ms line; 10 steps starved the world workers until tool calls passed their timeout.
+DATASET_NICENESS = 5
 
 
 def yield_cpu(niceness: int = DATASET_NICENESS) -> None:

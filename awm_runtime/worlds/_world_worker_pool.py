@@ -289,17 +289,11 @@ class _WorldWorker:
         try:
             self.writer.write(encode({**msg, "id": rid}))
             await self.writer.drain()
-            # Awaited directly, not through wait_for(shield()): the reply then wakes this task in the loop
-            # iteration after it is read, rather than three iterations later.
-            async with asyncio.timeout(limit_s):
-                return await future
+            return await asyncio.wait_for(asyncio.shield(future), limit_s)
         except asyncio.CancelledError:
-            # The caller's (a timeout arrives as TimeoutError). Awaiting `future` cancelled it; a reply not yet read
-            # goes to a new one, which a task drops on arrival.
-            if rid in self.pending and self.pid == pid:
+            if not future.done() and self.pid == pid:
                 orphaned = True
-                self.pending[rid] = later = loop.create_future()
-                reap_later(self._await_orphan(rid, later, deadline))
+                reap_later(self._await_orphan(rid, future, deadline))
             raise
         except TimeoutError:
             self.pending.pop(rid, None)
