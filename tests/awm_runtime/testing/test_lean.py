@@ -11,6 +11,8 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
+from tests.awm_runtime.worlds.trap_data import process_gone
+
 
 @pytest.fixture
 def server() -> Iterator[str]:
@@ -54,15 +56,4 @@ def test_it_stops_when_its_parent_does() -> None:
     out = subprocess.run([sys.executable, "-c", launcher], capture_output=True, text=True, timeout=60).stdout.split()
     pid, url = int(out[0]), out[1]
     assert url.startswith("http://127.0.0.1:")
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and _alive(pid):
-        time.sleep(0.05)
-    assert not _alive(pid)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().split(") ")[1][0] != "Z"
-    except FileNotFoundError:
-        return False
+    assert process_gone(pid, within_s=10)
