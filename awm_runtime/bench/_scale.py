@@ -24,11 +24,21 @@ from typing import Any
 
 import orjson
 
-from awm_runtime.bench._scale_peaks import BurningTransport, batch_figures, open_files_limit, slices_figures
+from awm_runtime.bench._scale_peaks import (
+    BATCH_TARGET,
+    BurningTransport,
+    batch_figures,
+    open_files_limit,
+    slices_figures,
+)
 
 # Issue 13: full stack on a quiet 2-core machine, median of 3 runs.
 TARGETS = {(256, 2.0): 0.92, (1000, 5.0): 0.90}
 LAG_TARGET_MS = 50.0
+# Issue 32: 10,000 calls of 30 s, launched at once, land within seconds of each other: its loop-lag target is
+# wider, and its batch target higher than the 0.85 of smaller batches.
+LAG_TARGETS_MS = {(10000, 30.0): 100.0}
+BATCH_TARGETS = {(10000, 30.0): 0.90}
 RSS_TARGET_MIB = 1.0
 
 
@@ -334,11 +344,12 @@ def _report(args: argparse.Namespace, summary: dict[str, Any], out: Path, sample
     cores = os.cpu_count() or 1
     ceiling = cores / sum(cpu_ep.values()) if sum(cpu_ep.values()) else 0.0
     target = TARGETS.get((n, latency)) if args.stack == "full" else None  # the targets are for the full stack
+    lag_target = LAG_TARGETS_MS.get((n, latency), LAG_TARGET_MS)
     outcomes = summary["arms"]["main"]["outcomes"] if summary.get("arms") else {}
     peaks = summary.get("bench_peaks") or {}
     times = summary.get("bench_times")
     batch = (batch_figures(summary.get("model_server_lateness") or {}, calls, latency, times["run_started"],
-                           times["run_ended"], times["bench_started"])
+                           times["run_ended"], times["bench_started"], BATCH_TARGETS.get((n, latency), BATCH_TARGET))
              if getattr(args, "batch", False) and times else None)
     result = {
         "episodes_in_flight": n, "latency_s": latency, "shards": summary["shards"], "episodes": len(calls),
@@ -360,15 +371,15 @@ def _report(args: argparse.Namespace, summary: dict[str, Any], out: Path, sample
         **peaks, "open_files_limit": open_files_limit(), "batch": batch,
         "load_average": os.getloadavg(), "cpus": os.cpu_count(), "run_dir": str(out),
         "model_server_lateness": summary.get("model_server_lateness"),
-        "targets": {"efficiency": target, "loop_lag_p99_ms": LAG_TARGET_MS},
+        "targets": {"efficiency": target, "loop_lag_p99_ms": lag_target},
         "met": {"efficiency": None if target is None else efficiency >= target,
-                "loop_lag_p99": max(lags) < LAG_TARGET_MS},
+                "loop_lag_p99": max(lags) < lag_target},
     }
     result["table"] = [
         *([["episodes/s (steady)", f"{rate:.2f} of ideal {ideal:.2f}", ""],
            ["efficiency", f"{efficiency:.1%}", f">= {target:.0%}" if target else "-"]] if not batch else
           [["steady state", "none: a batch is one wave (see the makespan)", ""]]),
-        ["loop lag p99", f"{max(lags):.0f} ms", f"< {LAG_TARGET_MS:.0f} ms"],
+        ["loop lag p99", f"{max(lags):.0f} ms", f"< {lag_target:.0f} ms"],
         ["steps queued for a loop slice", f"{slices['waited']} of {slices['steps']}: mean wait "
          f"{slices['mean_wait_ms']:.0f} ms, max {slices['max_wait_ms']:.0f} ms", ""],
         ["RSS per in-flight episode", f"{rss_per_low:.3f} to {rss_per:.3f} MiB", f"< {RSS_TARGET_MIB:g} MiB"],

@@ -93,8 +93,8 @@ class Peaks:
                 "peak_processes": self.processes}
 
 
-def batch_figures(server_stats: dict[str, Any], calls: list[int], latency: float,
-                  run_started_unix: float, run_ended_unix: float, bench_started_unix: float) -> dict[str, Any]:
+def batch_figures(server_stats: dict[str, Any], calls: list[int], latency: float, run_started_unix: float,
+                  run_ended_unix: float, bench_started_unix: float, target: float = BATCH_TARGET) -> dict[str, Any]:
     """Makespan from the model server's first request to its last reply, against the ideal: the longest
     episode's model time. Also what came before (preparing: worlds, preflight) and after (the last
     verifications and the logs)."""
@@ -109,7 +109,7 @@ def batch_figures(server_stats: dict[str, Any], calls: list[int], latency: float
             "run_start_to_first_request_s": round(first - run_started_unix, 2),
             "last_reply_to_run_end_s": round(run_ended_unix - last, 2),
             "first_request_to_run_end_s": round(run_ended_unix - first, 2),
-            "target": BATCH_TARGET, "met": makespan > 0 and ideal / makespan >= BATCH_TARGET}
+            "target": target, "met": makespan > 0 and ideal / makespan >= target}
 
 
 class BurningTransport:
