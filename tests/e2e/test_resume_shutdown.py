@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.test_awm_run import awm_run
+from tests.procs import alive
 
 CMD = [sys.executable, "-c", "from awm_runtime.cli import run_main; raise SystemExit(run_main())"]
 
@@ -51,17 +52,6 @@ def _read(path: Path) -> bytes:
 def keys(out: Path) -> list[tuple[Any, ...]]:
     return [(r["arm"], r["scenario"], r["task_idx"], r["repeat"])
             for r in map(json.loads, (out / "episodes.jsonl").read_text().splitlines())]
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:  # a zombie is dead too
-        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
-    except OSError:
-        return False
 
 
 @pytest.mark.parametrize("shards", ["1", "2"])

@@ -37,6 +37,7 @@ def client(server: FakeOpenAI, **extra: object) -> ModelClient:
 
 
 def alive(pid: int) -> bool:
+    """The pid exists, a zombie included: the pool must reap what it starts, not only stop it."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

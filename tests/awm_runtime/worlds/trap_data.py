@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 from awm_runtime.worlds._pack import merge_rows, scenario_rows, write_dataset
@@ -174,15 +173,3 @@ def write_trap_dataset(out: Path) -> Path:
     return out
 
 
-def process_gone(pid: int, within_s: float = 10.0) -> bool:
-    """True once `pid` no longer runs (gone, or a zombie waiting to be reaped)."""
-    deadline = time.monotonic() + within_s
-    while time.monotonic() < deadline:
-        try:
-            with open(f"/proc/{pid}/stat") as fh:
-                if fh.read().rsplit(")", 1)[-1].split()[0] == "Z":
-                    return True
-        except FileNotFoundError:
-            return True
-        time.sleep(0.05)
-    return False
