@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -54,6 +55,7 @@ def test_a_batch_reports_its_makespan_and_the_peaks_of_the_run() -> None:
     assert 0 < batch["efficiency"] <= 1.1 and batch["target"] == 0.85
     assert batch["prepare_s"] >= 0 and batch["run_start_to_first_request_s"] >= 0
     assert r["peak_rss_mib"] > 0 and r["peak_open_files_runtime"] > 0  # type: ignore[operator]
+    assert 0 < r["peak_pss_mib"] <= r["peak_rss_mib"] and r["bench_sampler_cpu_s"] >= 0  # type: ignore[operator]
     assert r["peak_open_files_all"] >= r["peak_open_files_runtime"]  # type: ignore[operator]
     assert r["open_files_limit"] >= 1024 and r["loop_lag_p99_ms"] >= 0  # type: ignore[operator]
     assert set(r["cpu_ms_per_model_call"]) == {"runtime", "world", "model_server"}  # type: ignore[call-overload]
@@ -67,3 +69,26 @@ def test_the_loop_slices_of_the_parent_and_every_shard_add_up() -> None:
     total = slices_figures({"loop_slices": one}, [{"loop_slices": two}, {"exit": -9}])  # a shard that died says nothing
     assert total == {"steps": 40, "waited": 10, "wait_s": 0.6, "mean_wait_ms": 60.0, "max_wait_ms": 150.0}
     assert slices_figures({}, [])["mean_wait_ms"] == 0.0
+
+
+def test_the_peaks_sampler_reads_rss_every_pass_and_pss_every_tenth() -> None:
+    """RSS comes from the kernel's counters (statm) on every pass; PSS walks page tables, so it is read on
+    every `pss_every`-th pass and at the end (issue 32: 55-65 ms of CPU per pass of a 1,000-episode batch)."""
+    from awm_runtime.bench._procs import _memory, resident_mib
+    from awm_runtime.bench._scale_peaks import Peaks
+
+    rss, _ = _memory(os.getpid())
+    assert resident_mib(os.getpid()) == pytest.approx(rss, rel=0.1)
+    assert resident_mib(2**22 + 12345) == 0.0  # no such process
+    peaks = Peaks(pss_every=3)
+    peaks.sample()  # the first pass reads PSS
+    assert peaks.pss_mib > 0 and peaks.rss_mib > 0 and peaks.files_runtime > 0
+    peaks.pss_mib = 0.0
+    peaks.sample()
+    peaks.sample()
+    assert peaks.pss_mib == 0.0  # passes 2 and 3 skipped it
+    peaks.sample()
+    assert peaks.pss_mib > 0  # pass 4 read it
+    peaks.pss_mib = 0.0
+    peaks.stop()  # the last pass reads it whatever the count
+    assert peaks.pss_mib > 0 and peaks.to_dict()["bench_sampler_cpu_s"] >= 0
