@@ -11,7 +11,10 @@ Every frame carries a request id and one reader task per worker hands each reply
 its id, so a reply can never reach another request. A worker runs its scenario's tool calls side by
 side (threads in the worker, issue 31): a slow call delays its own episode only. A call that passes
 its timeout *retires* its worker: no new call goes to it, calls go to a new one, and the old one is
-killed once the calls it still runs have ended. When a worker dies with several calls in flight,
+killed once the calls it still runs have ended. A call's timeout is for running, not for queueing: a call
+sent behind a full worker (all `CALL_THREADS` busy) is given a round of the timeout for each full set of
+calls ahead of it, as the verifier server does, so an overloaded machine slows calls down rather than
+failing them. When a worker dies with several calls in flight,
 any of them may have killed it: each is run once more, alone in a worker of its own (at most
 `SUSPECTS` at once per scenario), so a call that kills its worker again ends its own episode only.
 """
@@ -33,7 +36,7 @@ import structlog
 
 from awm_runtime._errors import WorldError
 from awm_runtime.isolation import MAX_FRAME, FrameError, encode, read_frame
-from awm_runtime.worlds._world_worker import EPISODES
+from awm_runtime.worlds._world_worker import CALL_THREADS, EPISODES
 from awm_runtime.worlds._world_zygote import Zygote, exit_text, reap_later
 
 log = structlog.get_logger("awm_runtime.worlds")
@@ -283,13 +286,14 @@ class _WorldWorker:
         rid = next(self._ids)
         loop = asyncio.get_running_loop()
         future: asyncio.Future[dict[str, Any]] = loop.create_future()
+        wait_s = (len(self.pending) // CALL_THREADS + 1) * limit_s  # a round of the limit per full set ahead
         self.pending[rid] = future
-        deadline = loop.time() + limit_s
+        deadline = loop.time() + wait_s
         orphaned = False
         try:
             self.writer.write(encode({**msg, "id": rid}))
             await self.writer.drain()
-            return await asyncio.wait_for(asyncio.shield(future), limit_s)
+            return await asyncio.wait_for(asyncio.shield(future), wait_s)
         except asyncio.CancelledError:
             if not future.done() and self.pid == pid:
                 orphaned = True
@@ -298,7 +302,8 @@ class _WorldWorker:
         except TimeoutError:
             self.pending.pop(rid, None)
             self.retire(f"{what} timed out")
-            raise WorldError(f"{what} did not finish within {limit_s:g}s; its world worker was stopped "
+            queued = f" ({wait_s:g}s with the calls queued ahead of it)" if wait_s > limit_s else ""
+            raise WorldError(f"{what} did not finish within {limit_s:g}s{queued}; its world worker was stopped "
                              "and is replaced") from None
         except _Died as exc:
             self.kill()

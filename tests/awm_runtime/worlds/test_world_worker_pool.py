@@ -10,6 +10,7 @@ from awm_runtime import EpisodeSpec, ToolCall, run_episode
 from awm_runtime._build import build_shaper
 from awm_runtime.episode import EpisodeLimits, Harness
 from awm_runtime.worlds import WorldOptions, load_worlds
+from awm_runtime.worlds._world_worker import CALL_THREADS
 from tests.awm_runtime.isolation.conftest import assert_below_the_runtime
 from tests.conftest import ScriptedPolicy
 
@@ -88,6 +89,27 @@ async def test_a_cancelled_call_that_outlives_its_time_replaces_the_worker(trap_
         assert json.loads(result.text)["tag"] == "after"
         await a.close()
         await b.close()
+    finally:
+        await world.aclose()
+
+
+async def test_calls_queued_behind_a_full_worker_are_not_timed_out_for_the_queue(trap_dir: Any) -> None:
+    """Three times CALL_THREADS calls of 0.4 s on one worker with a 1 s tool timeout: the last third waits two
+    rounds for a thread (about 1.2 s in all). The timeout is for running, not queueing: all answer, and the
+    worker is kept (issue 32: an overloaded machine turned 2,092 of 10,000 episodes into world errors)."""
+    world = load_worlds(trap_dir, options=WorldOptions(workers=1, tool_timeout_s=1.0))
+    try:
+        t = trap_task(world)
+        sessions = [await world.open(t, episode_id=f"q{i}") for i in range(3 * CALL_THREADS)]
+        await sessions[0].call_tool(call("echo", {"tag": "warm"}))
+        pids = set(world.pool.pids())
+        results = await asyncio.gather(*(s.call_tool(call("slow", {"seconds": 0.4, "tag": f"q{i}"}))
+                                         for i, s in enumerate(sessions)), return_exceptions=True)
+        assert [json.loads(r.text)["tag"] for r in results if not isinstance(r, BaseException)] == [
+            f"q{i}" for i in range(len(sessions))], [r for r in results if isinstance(r, BaseException)][:1]
+        assert world.pool.replaced == 0 and set(world.pool.pids()) == pids
+        for s in sessions:
+            await s.close()
     finally:
         await world.aclose()
 
