@@ -1,9 +1,19 @@
-"""Process helpers for tests: whether a pid still runs, and waiting until it does not."""
+"""Process helpers for tests: whether a pid exists or still runs, and waiting until it does not."""
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
+
+
+def exists(pid: int) -> bool:
+    """True while `pid` exists, a zombie included: for checks that its parent reaped it, not only stopped it."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
 
 
 def alive(pid: int) -> bool:

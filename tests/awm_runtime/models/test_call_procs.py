@@ -19,6 +19,7 @@ from awm_runtime.models import (
 )
 from awm_runtime.models._call_procs import call_proc_pids
 from awm_runtime.testing import FakeOpenAI, Reply
+from tests.procs import exists
 
 KEY = "callproc-key-1234567890"
 HI = [{"role": "user", "content": "hi"}]
@@ -34,15 +35,6 @@ def client(server: FakeOpenAI, **extra: object) -> ModelClient:
     cfg = ModelConfig(alias="via-procs", model="openai/fake-model", api_base=server.url, api_key_env="CALL_PROC_KEY",
                       transport="litellm", timeout_s=10, backoff_s=0.01, **extra)  # type: ignore[arg-type]
     return ModelClient(cfg, "policy")
-
-
-def alive(pid: int) -> bool:
-    """The pid exists, a zombie included: the pool must reap what it starts, not only stop it."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 async def test_calls_go_through_call_procs_and_keep_classes_and_retry_after() -> None:
@@ -76,9 +68,9 @@ async def test_a_dead_call_proc_fails_its_calls_as_retryable_and_others_carry_on
 async def test_stopping_reaps_every_call_proc() -> None:
     await start_call_procs(2)
     pids = call_proc_pids()
-    assert len(pids) == 2 and all(alive(p) for p in pids)
+    assert len(pids) == 2 and all(exists(p) for p in pids)
     await stop_call_procs()
-    assert call_proc_pids() == [] and not any(alive(p) for p in pids)
+    assert call_proc_pids() == [] and not any(exists(p) for p in pids)
 
 
 async def test_no_call_procs_when_nothing_calls_through_litellm() -> None:

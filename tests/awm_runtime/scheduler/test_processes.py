@@ -16,7 +16,7 @@ from awm_runtime.scheduler import RunControl, RunProgress, prepare, resolve_shar
 from awm_runtime.scheduler._prepare import share_limits
 from awm_runtime.scheduler._processes import EPISODES_PER_SHARD, split
 from tests.awm_runtime.scheduler.test_run import keys
-from tests.procs import alive
+from tests.procs import exists
 
 
 def test_auto_shards_follow_in_flight_episodes_up_to_one_less_than_the_cpus() -> None:
@@ -53,7 +53,7 @@ async def test_a_sharded_run_records_every_episode_once_from_both_shards(tiny_di
     assert len(got) == len(set(got)) == 12
     assert all(json.loads(x)["outcome"] == "complete" for x in (result.out / "episodes.jsonl").read_text().splitlines())
     stats = result.summary["shard_stats"]
-    assert [s["exit"] for s in stats] == [0, 0] and not any(alive(s["pid"]) for s in stats)
+    assert [s["exit"] for s in stats] == [0, 0] and not any(exists(s["pid"]) for s in stats)
     events = [json.loads(x) for x in (result.out / "events.jsonl").read_text().splitlines()]
     assert {e.get("shard") for e in events if e["event"] == "episode_started"} == {0, 1}
     assert sum(1 for e in events if e["event"] == "episode_ended") == 12
@@ -76,7 +76,7 @@ async def test_stopping_a_sharded_run_cancels_in_shards_and_resume_completes(tin
     result = await task
     assert result.interrupted and result.summary["cancelled"] >= 1
     assert result.ran + result.not_run == 18
-    assert not any(alive(s["pid"]) for s in result.summary["shard_stats"])
+    assert not any(exists(s["pid"]) for s in result.summary["shard_stats"])
 
     again = config.model_copy(update={"resume": True, "grace_s": 30.0})
     final = await run(again, prepared=await prepare(again))
