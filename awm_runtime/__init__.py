@@ -73,19 +73,6 @@ if _typing.TYPE_CHECKING:
 __version__ = "0.1.0"
 
 
-def _log_to_stderr() -> None:
-    """structlog's default prints to stdout, which belongs to the embedding program (and may carry JSON):
-    unless the program configured structlog itself, our log lines go to stderr."""
-    import sys
-
-    import structlog
-
-    if not structlog.is_configured():
-        structlog.configure(logger_factory=lambda *args: structlog.PrintLogger(sys.stderr))
-
-
-_log_to_stderr()
-
 _HOME = {
     "Action": "awm_runtime._interfaces",
     "Advice": "awm_runtime._interfaces",
@@ -215,6 +202,9 @@ def __getattr__(name: str) -> _typing.Any:
     home = _HOME.get(name)
     if home is None:
         raise AttributeError(f"module 'awm_runtime' has no attribute {name!r}")
+    from awm_runtime._log import default_to_stderr
+
+    default_to_stderr()  # the program uses the package: our log lines go to stderr, not its stdout
     value = getattr(_importlib.import_module(home), name)
     globals()[name] = value
     return value

@@ -170,9 +170,9 @@ def _hook(cls: type[Event], fields: dict[str, Any]) -> None:
         episode_id, emit = bound
         emit(cls(episode_id, **fields))
     else:
-        import structlog
+        from awm_runtime._log import get_logger
 
-        structlog.get_logger("awm_runtime.models").info(cls.name, **fields)
+        get_logger("awm_runtime.models").info(cls.name, **fields)
 
 
 def model_called(*, role: str, alias: str, endpoint: str, latency_s: float, prompt_tokens: int = 0,

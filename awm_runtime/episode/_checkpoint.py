@@ -17,11 +17,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-import structlog
 from pydantic import BaseModel, ConfigDict, Field
 
 from awm_runtime._errors import WorldError
 from awm_runtime._interfaces import WorldSession
+from awm_runtime._log import get_logger
 from awm_runtime._prompts import render
 from awm_runtime._types import (
     EpisodeRecord,
@@ -39,7 +39,7 @@ from awm_runtime._types import (
 )
 from awm_runtime.episode._state import EpisodeState
 
-log = structlog.get_logger("awm_runtime.episode")
+log = get_logger("awm_runtime.episode")
 CHECKPOINTS = "checkpoints"
 INDEX = "index.jsonl"  # one line per checkpoint saved, appended after its files are in place (_checkpoint_store)
 CheckpointMode = Literal["none", "asks", "every"]

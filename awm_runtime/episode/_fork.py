@@ -10,10 +10,9 @@ import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
-import structlog
-
 from awm_runtime._errors import WorldError
 from awm_runtime._interfaces import Advice, PolicyTurn, Sink, World, WorldSession
+from awm_runtime._log import get_logger
 from awm_runtime._seeds import episode_seed
 from awm_runtime._types import EpisodeRecord, EpisodeSpec, ForkSpec
 from awm_runtime.episode._checkpoint import (
@@ -31,7 +30,7 @@ from awm_runtime.episode._midturn import SavedReply, advice_of, load_saved_reply
 from awm_runtime.episode._state import EpisodeState
 from awm_runtime.episode._tools import ASK_EXPERT
 
-log = structlog.get_logger("awm_runtime.episode")
+log = get_logger("awm_runtime.episode")
 
 def fork_seed(cp: Checkpoint, repeat: int) -> int:
     """Continuation `repeat` of a checkpoint: the original episode's seed first (so a fork of the same arm

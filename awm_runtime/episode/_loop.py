@@ -43,6 +43,7 @@ from awm_runtime._interfaces import (
     Sink,
     WorldSession,
 )
+from awm_runtime._log import get_logger
 from awm_runtime._prompts import render
 from awm_runtime._slices import loop_slice
 from awm_runtime._types import (
@@ -61,7 +62,7 @@ from awm_runtime.episode._state import EpisodeState
 from awm_runtime.episode._tools import ASK_EXPERT, ask_expert_spec, tool_listing
 from awm_runtime.logs._redact import scrub_secrets
 
-log = structlog.get_logger("awm_runtime.episode")
+log = get_logger("awm_runtime.episode")
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,9 +13,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import structlog
-
 from awm_runtime._errors import ConfigError
+from awm_runtime._log import get_logger
 from awm_runtime._seeds import episode_seed
 from awm_runtime._types import EpisodeRecord, EpisodeSpec, GroupInfo, Task
 from awm_runtime._units import EpisodeRunner, Unit
@@ -26,7 +25,7 @@ if TYPE_CHECKING:
     from awm_runtime._config import RunConfig
     from awm_runtime.episode import Harness
 
-log = structlog.get_logger("awm_runtime.groups")
+log = get_logger("awm_runtime.groups")
 
 
 def had_format_error(record: Mapping[str, Any]) -> bool:

@@ -3,11 +3,14 @@ parent, protocol file descriptors, and stopping them."""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
 import signal
 import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # not imported at run time: the verifier server and the world zygote never need it
+    import asyncio
 
 _SAFE_ENV_KEYS = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "SYSTEMROOT")
 
@@ -61,6 +64,8 @@ def kill_process(proc: asyncio.subprocess.Process, *, release: bool = False) -> 
 
 async def stop_process(proc: asyncio.subprocess.Process, *, farewell: bytes = b"", grace_s: float = 2.0) -> None:
     """Ask a helper to exit (send `farewell`, close its stdin), then SIGKILL it after `grace_s`."""
+    import asyncio
+
     if proc.returncode is None and proc.stdin is not None:
         with contextlib.suppress(Exception):
             if farewell:

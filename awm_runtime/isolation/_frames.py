@@ -6,12 +6,14 @@ the runtime. A frame is a 4-byte big-endian length followed by an orjson body.
 
 from __future__ import annotations
 
-import asyncio
 import os
 import struct
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
+
+if TYPE_CHECKING:  # only an annotation: the processes that run untrusted code do not import asyncio
+    import asyncio
 
 HEADER = struct.Struct(">I")
 MAX_FRAME = 64 << 20  # a tool result or verifier evidence larger than this is a broken world

@@ -15,13 +15,13 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-import structlog
 
+from awm_runtime._log import get_logger
 from awm_runtime._types import EpisodeRecord
 from awm_runtime.logs._encodable import dumps_encodable, encodable
 from awm_runtime.logs._redact import scrub_bytes
 
-log = structlog.get_logger("awm_runtime.logs")
+log = get_logger("awm_runtime.logs")
 
 MANIFEST, EVENTS, EPISODES, SUMMARY = "manifest.json", "events.jsonl", "episodes.jsonl", "summary.json"
 TOOLS = "tools.jsonl"

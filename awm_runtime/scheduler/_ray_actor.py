@@ -26,6 +26,7 @@ import structlog
 
 from awm_runtime._config import RunConfig
 from awm_runtime._errors import AwmError, ConfigError
+from awm_runtime._log import get_logger
 from awm_runtime._types import EpisodeRecord, EpisodeSpec, Task, WorkerRef
 from awm_runtime._units import Unit
 from awm_runtime.logs import EventLogSink, configure_logging, new_tool_sets, record_line
@@ -38,7 +39,7 @@ from awm_runtime.scheduler._episode_pool import EpisodePool
 from awm_runtime.scheduler._prepare import PreparedRun, prepare
 from awm_runtime.scheduler._progress import endpoint_dicts
 
-log = structlog.get_logger("awm_runtime.scheduler")
+log = get_logger("awm_runtime.scheduler")
 # Events wait here between two beats of the driver; past this, the oldest are dropped (and counted).
 EVENT_BUFFER_BYTES = 64 << 20
 

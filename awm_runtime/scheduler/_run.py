@@ -21,6 +21,7 @@ import structlog
 from awm_runtime._config import RunConfig
 from awm_runtime._errors import ConfigError
 from awm_runtime._interfaces import Sink, StoppingRule
+from awm_runtime._log import get_logger
 from awm_runtime._types import EpisodeRecord
 from awm_runtime._units import EpisodeRunner, Unit
 from awm_runtime.episode._checkpoint import CHECKPOINTS
@@ -52,7 +53,7 @@ from awm_runtime.scheduler._progress import RunProgress, endpoint_dicts
 if TYPE_CHECKING:
     from awm_runtime.scheduler._ray import RayCluster
 
-log = structlog.get_logger("awm_runtime.scheduler")
+log = get_logger("awm_runtime.scheduler")
 
 
 @dataclass(slots=True)

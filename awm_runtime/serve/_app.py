@@ -8,16 +8,16 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-import structlog
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.routing import Route
 
+from awm_runtime._log import get_logger
 from awm_runtime.serve._hub import SessionHub
 from awm_runtime.serve._openenv import routes
 from awm_runtime.serve._origin import OriginGuard, OriginPolicy
 
-log = structlog.get_logger("awm_runtime.serve")
+log = get_logger("awm_runtime.serve")
 
 
 def create_app(hub: SessionHub, *, mcp: bool = False, allow_origins: tuple[str, ...] = ()) -> Starlette:

@@ -15,16 +15,15 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-import structlog
-
 from awm_runtime._errors import WorldError
+from awm_runtime._log import get_logger
 from awm_runtime._types import Message, Task, ToolCall
 from awm_runtime.serve._hub import SessionHub, Slot
 from awm_runtime.serve._wire import CallToolAction, ListToolsAction, observation, tools_observation
 from awm_runtime.verifiers import parse_criteria
 from awm_runtime.worlds import AwmSession, Scenario
 
-log = structlog.get_logger("awm_runtime.serve")
+log = get_logger("awm_runtime.serve")
 DEFAULT_REWARDS = {"complete": 1.0, "incomplete": 0.1, "format_error": -1.0}
 FORMAT_ERROR_TYPES = frozenset({"tool_not_found", "invalid_args", "invalid_action"})
 HIDDEN_TOOLS = frozenset({"done", "verify", "__list_scenarios__"})

@@ -13,18 +13,18 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
-import structlog
 from mcp import types
 from mcp.server.lowlevel import Server
 from starlette.responses import JSONResponse
 from starlette.types import Receive, Scope, Send
 
 from awm_runtime._errors import WorldError
+from awm_runtime._log import get_logger
 from awm_runtime._types import Task, ToolCall
 from awm_runtime.serve._hub import SessionHub, Slot
 from awm_runtime.worlds import AwmSession
 
-log = structlog.get_logger("awm_runtime.serve")
+log = get_logger("awm_runtime.serve")
 
 
 @dataclass(slots=True)

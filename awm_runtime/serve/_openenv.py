@@ -13,13 +13,13 @@ import time
 from typing import Any
 
 import orjson
-import structlog
 from pydantic import ValidationError
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route, WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 
+from awm_runtime._log import get_logger
 from awm_runtime.scheduler import must_finish
 from awm_runtime.serve._episode import OpenEnvEpisode
 from awm_runtime.serve._hub import CapacityReached, SessionHub
@@ -36,7 +36,7 @@ from awm_runtime.serve._wire import (
     schema,
 )
 
-log = structlog.get_logger("awm_runtime.serve")
+log = get_logger("awm_runtime.serve")
 IDLE_CLOSE_CODE = 1001  # "going away": the server ends a session that sent nothing for --idle-timeout
 TRY_AGAIN_LATER = 1013
 CAPACITY_LINGER_S = 5.0

@@ -17,15 +17,14 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import structlog
-
 from awm_runtime._errors import WorldError
+from awm_runtime._log import get_logger
 from awm_runtime._types import Message, Task, ToolCall, Verdict
 from awm_runtime.worlds._format import CODE_VERIFIERS, RUNNABLE_FILES, SPEC_FILE, SQL_VERIFIERS, LoadProblem
 from awm_runtime.worlds._verify import VerifierMode
 from awm_runtime.worlds._world import AwmWorld
 
-log = structlog.get_logger("awm_runtime.worlds")
+log = get_logger("awm_runtime.worlds")
 CACHE_VERSION = 1  # bump when what makes a task trivial changes
 FAILING = ("others", "incomplete", "agent_error")
 

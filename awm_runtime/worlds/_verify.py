@@ -22,13 +22,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-import structlog
-
+from awm_runtime._log import get_logger
 from awm_runtime._types import Message, Verdict, VerdictResult
 from awm_runtime.verifiers import Judge, Sandbox, SandboxResult, find_function_name, parse_criteria
 from awm_runtime.worlds._format import VERIFIER_FILES, Dataset, LoadProblem, VerifierDef
 
-log = structlog.get_logger("awm_runtime.worlds")
+log = get_logger("awm_runtime.worlds")
 VerifierMode = Literal["code", "sql"]
 DEFAULT_FUNCTION = {"code": "verify_task_completion", "sql": "verify_task"}
 FILES = VERIFIER_FILES

@@ -32,9 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import structlog
-
 from awm_runtime._errors import WorldError
+from awm_runtime._log import get_logger
 from awm_runtime._slices import loop_slice
 from awm_runtime._types import Message, Task, ToolCall, ToolResult, ToolSpec, Verdict
 from awm_runtime.verifiers import Judge, Sandbox
@@ -46,7 +45,7 @@ from awm_runtime.worlds._verify import Verifier, VerifierMode
 from awm_runtime.worlds._world_worker import EPISODES
 from awm_runtime.worlds._world_worker_pool import LoadSpec, PoolOptions, WorldWorkerPool
 
-log = structlog.get_logger("awm_runtime.worlds")
+log = get_logger("awm_runtime.worlds")
 MIN_DISK_MIB = 16  # a scenario's smallest disk quota (--world-disk-mib)
 INLINE_CLONE_BYTES = 4 << 20  # below this a clone takes less time than a hop to a thread
 

@@ -32,14 +32,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import structlog
-
 from awm_runtime._errors import WorldError
+from awm_runtime._log import get_logger
 from awm_runtime.isolation import MAX_FRAME, FrameError, encode, read_frame
 from awm_runtime.worlds._world_worker import CALL_THREADS, EPISODES
 from awm_runtime.worlds._world_zygote import Zygote, exit_text, reap_later
 
-log = structlog.get_logger("awm_runtime.worlds")
+log = get_logger("awm_runtime.worlds")
 
 # A request waits behind this many others on its scenario's least busy worker before the pool starts
 # another worker for the scenario. A second worker costs a fork and an import: ~150 ms of CPU against

@@ -23,6 +23,14 @@ def test_import_does_not_pull_heavy_sdks() -> None:
     assert out.stdout.strip() == "[]"
 
 
+def test_the_sandbox_servers_import_no_logging_model_or_async_stack() -> None:
+    """The verifier server forks a process per verification: what it imports is paid for on every fork."""
+    code = ("import sys, awm_runtime.verifiers._fork_server; "
+            "print(sorted({'structlog', 'pydantic', 'rich', 'asyncio'} & set(sys.modules)))")
+    out = subprocess.run([sys.executable, "-I", "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
 def test_ray_is_imported_only_by_runs_on_a_cluster() -> None:
     code = ("import sys, awm_runtime.scheduler, awm_runtime.testing, awm_runtime.models, awm_runtime.cli._run; "
             "print('ray' in sys.modules)")
@@ -31,12 +39,15 @@ def test_ray_is_imported_only_by_runs_on_a_cluster() -> None:
 
 
 def test_an_embedding_program_keeps_its_stdout() -> None:
-    """structlog prints to stdout by default; ours goes to stderr unless the program configured structlog."""
-    code = "import awm_runtime, structlog; structlog.get_logger('awm_runtime.x').info('hello_event', n=1)"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout == "" and "hello_event" in out.stderr
+    """structlog prints to stdout by default; ours goes to stderr unless the program configured structlog. It is
+    decided when the program first uses the package (a public name, or a module that logs), not by the bare
+    import, which the sandbox servers also make."""
+    for use in ("awm_runtime.RunConfig", "import awm_runtime.worlds"):
+        code = f"import awm_runtime, structlog; {use}; structlog.get_logger('awm_runtime.x').info('hello_event', n=1)"
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+        assert out.stdout == "" and "hello_event" in out.stderr
     mine = ("import structlog, sys; structlog.configure(logger_factory=structlog.PrintLoggerFactory(sys.stdout)); "
-            "import awm_runtime; structlog.get_logger().info('theirs')")
+            "import awm_runtime; awm_runtime.RunConfig; structlog.get_logger().info('theirs')")
     out = subprocess.run([sys.executable, "-c", mine], capture_output=True, text=True, check=True)
     assert "theirs" in out.stdout  # a program's own structlog setup is left alone
 

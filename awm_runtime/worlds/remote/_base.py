@@ -8,17 +8,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-import structlog
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
 from awm_runtime._errors import ConfigError, WorldError
 from awm_runtime._interfaces import WorldSession
+from awm_runtime._log import get_logger
 from awm_runtime._types import Task
 from awm_runtime.verifiers import Judge
 from awm_runtime.worlds._format import LoadProblem, Solution
 from awm_runtime.worlds._load import iter_solutions, load_dataset
 
-log = structlog.get_logger("awm_runtime.worlds")
+log = get_logger("awm_runtime.worlds")
 T = TypeVar("T")
 
 

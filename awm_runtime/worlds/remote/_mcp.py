@@ -22,9 +22,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
-import structlog
-
 from awm_runtime._errors import ConfigError, WorldError
+from awm_runtime._log import get_logger
 from awm_runtime._types import Message, Task, ToolCall, ToolResult, ToolSpec, Verdict
 from awm_runtime.verifiers import Criteria, Judge
 from awm_runtime.worlds._names import normalize_scenario
@@ -33,7 +32,7 @@ from awm_runtime.worlds.remote._spares import Spares
 from awm_runtime.worlds.remote._stdio import StdioLaunch, parse_world_env
 from awm_runtime.worlds.remote._tasks import read_tasks_file
 
-log = structlog.get_logger("awm_runtime.worlds")
+log = get_logger("awm_runtime.worlds")
 T = TypeVar("T")
 PROBE = "probe"
 

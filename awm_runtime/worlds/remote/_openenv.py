@@ -17,9 +17,9 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import orjson
-import structlog
 
 from awm_runtime._errors import ConfigError, WorldError
+from awm_runtime._log import get_logger
 from awm_runtime._types import Message, Task, ToolCall, ToolResult, ToolSpec, Verdict
 from awm_runtime.worlds.remote._base import (
     RemoteOptions,
@@ -30,7 +30,7 @@ from awm_runtime.worlds.remote._base import (
     retried,
 )
 
-log = structlog.get_logger("awm_runtime.worlds")
+log = get_logger("awm_runtime.worlds")
 MAX_MESSAGE_BYTES = 100 << 20  # OpenEnv's client allows 100 MB replies
 AGENT_FACING = ("Error calling ", "Unknown tool: ", "Input validation error: ")
 HIDDEN_TOOLS = frozenset({"verify", "done", "__list_scenarios__"})
