@@ -26,6 +26,7 @@ from awm_runtime._log import get_logger
 from awm_runtime._types import Message, Verdict, VerdictResult
 from awm_runtime.verifiers import Judge, Sandbox, SandboxResult, find_function_name, parse_criteria
 from awm_runtime.worlds._format import VERIFIER_FILES, Dataset, LoadProblem, VerifierDef
+from awm_runtime.worlds._templates import INLINE_COPY_BYTES
 
 log = get_logger("awm_runtime.worlds")
 VerifierMode = Literal["code", "sql"]
@@ -144,7 +145,10 @@ class Verifier:
         """Run the verifier function: what it returned, or why it did not."""
         function = find_function_name(verifier.code, DEFAULT_FUNCTION[verifier.mode])
         if str(final_db).startswith("/proc/"):  # no other process can follow this process's descriptors
-            snapshot = await asyncio.to_thread(_snapshot, final_db, initial_db.parent)
+            if os.stat(final_db).st_size <= INLINE_COPY_BYTES:  # a thread hop costs more than a small copy
+                snapshot = _snapshot(final_db, initial_db.parent)
+            else:
+                snapshot = await asyncio.to_thread(_snapshot, final_db, initial_db.parent)
             try:
                 return await self.evidence(verifier, initial_db, snapshot, final_answer)
             finally:

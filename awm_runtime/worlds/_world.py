@@ -40,14 +40,13 @@ from awm_runtime.verifiers import Judge, Sandbox
 from awm_runtime.worlds._dbbuild import BuildReport
 from awm_runtime.worlds._disk import AUTO_FLOOR_MIB, episodes_fit, quota_mib
 from awm_runtime.worlds._format import Dataset, LoadProblem, Scenario, Solution
-from awm_runtime.worlds._templates import clone_checked, read_template, write_new
+from awm_runtime.worlds._templates import INLINE_COPY_BYTES, check_template, clone_checked, read_template, write_new
 from awm_runtime.worlds._verify import Verifier, VerifierMode
 from awm_runtime.worlds._world_worker import EPISODES
 from awm_runtime.worlds._world_worker_pool import LoadSpec, PoolOptions, WorldWorkerPool
 
 log = get_logger("awm_runtime.worlds")
 MIN_DISK_MIB = 16  # a scenario's smallest disk quota (--world-disk-mib)
-INLINE_CLONE_BYTES = 4 << 20  # below this a clone takes less time than a hop to a thread
 
 
 @dataclass(frozen=True, slots=True)
@@ -385,7 +384,7 @@ class AwmWorld:
             name = f"ep-{episode_id}-{next(self._ids)}.db"
             db = Path(self.pool.local(task.scenario), EPISODES, name)
             full = self.disk_full_text(task.scenario) if self.pool.quota_off is None else ""
-            if prepared.size <= INLINE_CLONE_BYTES:
+            if prepared.size <= INLINE_COPY_BYTES:
                 clone_checked(prepared.template, db, prepared.size, prepared.digest, full)
             else:
                 await asyncio.to_thread(clone_checked, prepared.template, db, prepared.size, prepared.digest, full)
@@ -468,10 +467,10 @@ class AwmSession:
     async def verify(self, final_answer: str, messages: Sequence[Message]) -> Verdict:
         p = self._prepared
         # The verifier's initial state is the pristine template: checked unchanged first.
-        if p.size <= INLINE_CLONE_BYTES:
-            read_template(p.template, p.size, p.digest)
+        if p.size <= INLINE_COPY_BYTES:
+            check_template(p.template, p.size, p.digest)
         else:
-            await asyncio.to_thread(read_template, p.template, p.size, p.digest)
+            await asyncio.to_thread(check_template, p.template, p.size, p.digest)
         return await self._world.verifier.verify(self._task.scenario, self._task.task_idx, self._task.text,
                                                  self.initial_db, self.db, final_answer, messages)
 

@@ -56,6 +56,26 @@ async def test_text_and_native_tool_calls_arrive_intact() -> None:
     assert all(r["_auth"] == f"Bearer {KEY}" for r in s.requests)
 
 
+async def test_a_tool_set_sent_again_arrives_whole_with_a_world_s_surrogate_replaced() -> None:
+    """A scenario's tools as the native protocol builds them, once per tool set. The direct transport encodes
+    their JSON once and splices it into each body; what arrives is what a whole encoding gives, call after call.
+    A lone surrogate in a world's tool text goes out as U+FFFD through either transport, never as an error."""
+    from awm_runtime import ToolSpec
+    from awm_runtime.policies.protocols import ToolProtocol
+
+    specs = [ToolSpec(name=f"tool_{i}", description="d\ud800" if i == 3 else "d") for i in range(40)]
+    tools = ToolProtocol("native").native_tools(specs)
+    with FakeOpenAI(key=KEY) as s:
+        c = client(s)
+        for turn in range(3):
+            await c.complete([{"role": "user", "content": f"turn {turn}"}], tools=tools, params={"temperature": 0})
+    assert len(s.requests) == 3
+    for turn, request in enumerate(s.requests):
+        assert request["messages"] == [{"role": "user", "content": f"turn {turn}"}] and request["temperature"] == 0
+        assert [t["function"]["name"] for t in request["tools"]] == [f"tool_{i}" for i in range(40)]
+        assert request["tools"][3]["function"]["description"] == "d\ufffd"
+
+
 async def test_params_from_config_and_call_reach_the_server() -> None:
     with FakeOpenAI(key=KEY) as s:
         await client(s, params={"temperature": 0.3, "max_tokens": 77}).complete(HI, params={"seed": 5})
