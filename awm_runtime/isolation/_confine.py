@@ -113,11 +113,25 @@ class _CapData(ctypes.Structure):
     _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
 
 
-def drop_capabilities() -> None:
-    """No capabilities left, and none to regain (the bounding set is emptied first)."""
+_bounding_set_emptied = False  # by this process, or by the server it was forked from (a fork inherits both)
+
+
+def empty_bounding_set() -> None:
+    """Drop every capability from the bounding set (none can be gained again, even by exec); once per process
+    tree. A server that forks confined children does it first (`prepare`), so that each child does not make the
+    ~40 calls again: 0.4 ms of a verification's fork, measured."""
+    global _bounding_set_emptied
+    if _bounding_set_emptied:
+        return
     for cap in range(64):
         if _libc.prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 and ctypes.get_errno() == 22:  # EINVAL: past the last
             break
+    _bounding_set_emptied = True
+
+
+def drop_capabilities() -> None:
+    """No capabilities left, and none to regain (the bounding set is emptied first)."""
+    empty_bounding_set()
     header = _CapHeader(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3
     if _libc.capset(ctypes.byref(header), (_CapData * 2)()) != 0:
         raise _oserror("capset")
@@ -187,8 +201,10 @@ def _rules(spec: Confinement) -> list[tuple[str, int]]:
 
 
 def prepare() -> None:
-    """In a process that forks confined children: load libseccomp and list the interpreter's paths once,
-    so that each child inherits them instead of paying for them."""
+    """In a process that forks confined children: load libseccomp, list the interpreter's paths and empty the
+    capability bounding set once, so that each child inherits them instead of paying for them. (The bounding set
+    only limits what an exec could gain: the server keeps the capabilities it has, a mount included.)"""
+    empty_bounding_set()
     if seccomp.available():
         seccomp.template(threads=True)
         seccomp.template(threads=False)

@@ -245,6 +245,24 @@ attempt("episode_after", lambda: open(my_db, "r+b").read(16))
     (root / "initial.db").unlink(missing_ok=True)
 
 
+def test_a_confined_child_has_no_capability_and_an_empty_bounding_set() -> None:
+    """The bounding set is emptied once, by the server that forks (`prepare`); each child inherits it, and then
+    drops its own capabilities. Seen from inside the child, after `confine`."""
+    body = PRELUDE + """
+class Header(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+class Data(ctypes.Structure):
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+data = (Data * 2)()
+libc.capget(ctypes.byref(Header(0x20080522, 0)), data)
+result["sets"] = [[d.effective, d.permitted, d.inheritable] for d in data]
+result["bounding"] = [libc.prctl(23, cap, 0, 0, 0) for cap in range(41)]  # PR_CAPBSET_READ
+"""
+    out = run_confined(Confinement(Limits(memory_mb=512, cpu_s=5)), body)
+    assert out["sets"] == [[0, 0, 0], [0, 0, 0]], out
+    assert out["bounding"] == [0] * 41, out
+
+
 def test_a_seccomp_template_takes_each_process_pid() -> None:
     program = seccomp.template(threads=True)
     assert len(program) % 8 == 0 and seccomp.PID_PLACEHOLDER.to_bytes(4, "little") in program
