@@ -14,7 +14,7 @@ from awm_runtime._errors import ConfigError
 from awm_runtime._interfaces import CallTool, ListTools, Malformed, PolicyTurn
 from awm_runtime._prompts import render
 from awm_runtime._types import Message, Source, Task, ToolSpec
-from awm_runtime.logs._encodable import encodable_text
+from awm_runtime.logs._encodable import encodable, encodable_text
 from awm_runtime.policies.protocols._carry import DEFAULT_LIMITS, ArgumentLimits
 from awm_runtime.policies.protocols._json import loads_lenient
 from awm_runtime.policies.protocols._parse import Parsed, parse_awm, parse_hermes, parse_native, unexecuted_problem
@@ -111,7 +111,9 @@ class ToolProtocol:
 
     def native_tools(self, tools: Sequence[ToolSpec]) -> list[dict[str, Any]] | None:
         """The OpenAI function tools of `tools`, built once per tool set: episodes of a scenario share
-        its ToolSpec objects, and converting 35 tools on every call cost ~0.1 ms."""
+        its ToolSpec objects, and converting 35 tools on every call cost ~0.1 ms. A lone surrogate in a world's
+        tool text (a third-party server's description) goes out as U+FFFD, through any transport: it is the
+        world's text, and must not fail every call of the scenario as a server error."""
         if self.name != "native":
             return None
         key = tuple(map(id, tools))
@@ -119,7 +121,7 @@ class ToolProtocol:
         if held is None:  # the value holds the specs, so their ids cannot be reused while cached
             if len(self._native) >= 1024:
                 self._native.clear()
-            held = self._native[key] = (tuple(tools), [t.to_openai() for t in tools])
+            held = self._native[key] = (tuple(tools), encodable([t.to_openai() for t in tools])[0])
         return held[1]
 
     @staticmethod

@@ -62,7 +62,8 @@ def test_a_template_replaced_by_another_file_is_hashed_again(tmp_path: Path) -> 
         clone_checked(path, tmp_path / "d.db", size, digest)
 
 
-def test_a_full_disk_during_the_kernel_copy_is_the_quota_s_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_full_disk_during_the_kernel_copy_is_the_quota_s_error(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     path, size, digest = _template(tmp_path)
     check_template(path, size, digest)
 
