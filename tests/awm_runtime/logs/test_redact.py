@@ -7,6 +7,8 @@ import json
 from typing import Any
 
 import structlog
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from awm_runtime.logs import REDACTED, Redactor, configure_logging, redact, reset_logging
 
@@ -65,3 +67,20 @@ def test_registered_keys_never_reach_a_run_directory_file(tmp_path: Any) -> None
     for path in tmp_path.iterdir():
         data = path.read_bytes()
         assert key.encode() not in data and REDACTED.encode() in data, path
+
+
+_PIECES = ["sk-", "AIza", "Bearer ", "key=", "api_key: ", SECRET, "abcdefgh12345678", "tokens", "plain", " ", "\x00"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(
+    st.sampled_from(["event", "error", "detail", "api_key", "token", "prompt_tokens", "tool", "secret", "n"]),
+    st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False),
+              st.lists(st.sampled_from(_PIECES), max_size=6).map("".join), st.text(max_size=20)),
+    max_size=8))
+def test_the_flat_event_shortcut_never_skips_what_the_walk_would_change(event: dict[str, Any]) -> None:
+    """A flat event is passed through unwalked only when the full walk would leave it as it is."""
+    r = Redactor([SECRET])
+    if r._clean(event):
+        assert r.scrub(dict(event)) == event
+    assert SECRET not in json.dumps(r(None, "info", dict(event)))
