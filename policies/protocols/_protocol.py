@@ -6,6 +6,7 @@ whoever produced it, and a reply is parsed the same way whoever reads it back.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Collection, Sequence
 from typing import Any
@@ -76,16 +77,28 @@ def _wire_call(call: dict[str, Any], limits: ArgumentLimits = DEFAULT_LIMITS) ->
     surrogate as U+FFFD (checks that cost nothing on plain ASCII: this runs for every call, every turn)."""
     fn = dict(call.get("function") or {})
     raw = fn.get("arguments")
+    cached = isinstance(raw, str) and len(raw) <= _CACHED_CHARS
+    fn["arguments"] = (_wire_arguments if cached else _arguments)(raw, limits.max_bytes)
+    fn["name"] = fn.get("name") or ""
+    return {**call, "type": "function", "function": fn}
+
+
+def _arguments(raw: Any, max_bytes: int) -> str:
     try:
         value = loads_lenient(raw) if isinstance(raw, str) and raw.strip() else (raw or {})
     except ValueError:
         value = None
     text = raw if isinstance(raw, str) else str(raw)
-    if not isinstance(value, dict) or len(text) > limits.max_bytes:
+    if not isinstance(value, dict) or len(text) > max_bytes:
         value = {"unparsed_arguments": truncate(encodable_text(text)[0], UNPARSED_CHARS)}
-    fn["arguments"] = encodable_text(json.dumps(value, ensure_ascii=False))[0]
-    fn["name"] = fn.get("name") or ""
-    return {**call, "type": "function", "function": fn}
+    return encodable_text(json.dumps(value, ensure_ascii=False))[0]
+
+
+# Every turn sends every earlier call back: the same argument strings, turn after turn (a string keeps its hash).
+# Those of up to 2,048 characters are remembered, 4,096 of them at most (each string in and out: 64 MiB at the
+# very worst, four bytes a character; a real call's arguments take a few hundred bytes).
+_CACHED_CHARS = 2048
+_wire_arguments = functools.lru_cache(maxsize=4096)(_arguments)
 
 
 class ToolProtocol:
