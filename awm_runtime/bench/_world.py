@@ -56,6 +56,17 @@ def _pss_kib(pid: int | None) -> int:
             return next(int(line.split()[1]) for line in fh if line.startswith("VmRSS:"))
 
 
+def _cpu_s(pid: int | None, *, reaped: bool = False) -> float:
+    """CPU seconds of a live process (utime + stime); with `reaped`, plus those of the children it reaped."""
+    if pid is None:
+        return 0.0
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return sum(int(f) for f in fields[11:15 if reaped else 13]) / os.sysconf("SC_CLK_TCK")
+
+
 def _footprint(world: AwmWorld) -> dict[str, int]:
     """Resident memory of the runtime, its workers and the verifier server, plus episode DB files (tmpfs is RAM)."""
     files = sum(p.stat().st_blocks * 512 for p in world.workdir.glob("*/episodes/ep-*.db*"))
@@ -148,14 +159,26 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             cold_ms = (time.perf_counter() - started) * 1000
             sc = world.scenario(task.scenario)
             resets = await _resets(world, task, args.resets)
+            # CPU per call where the work is done: the world worker(s), the verifier server and its children.
+            before = sum(_cpu_s(pid) for pid in world.pool.pids())
             calls, call_errors = await _calls(session, args.calls, rng)
+            call_cpu_ms = (sum(_cpu_s(pid) for pid in world.pool.pids()) - before) / max(1, args.calls) * 1000
+            await session.verify("", [])  # starts the verifier server: not one of the verifications measured
+            before = _cpu_s(world.sandbox.pid, reaped=True)
             verifies = [(await session.verify("", [])).elapsed_ms for _ in range(args.verifies)]
+            await asyncio.sleep(0.2)  # the server reaps its last child
+            verify_cpu_ms = (_cpu_s(world.sandbox.pid, reaped=True) - before) / max(1, args.verifies) * 1000
             await session.close()
             memory = await _live_sessions(world, task, args.sessions)
             crash = await _crash_isolation(world)
         finally:
             await world.aclose()
     report = _report(args, sc, cold_ms, resets, calls, call_errors, verifies, memory, crash, world.pool.started)
+    report["tool_call_ms"]["cpu_ms"] = round(call_cpu_ms, 3)
+    report["verify_ms"]["cpu_ms"] = round(verify_cpu_ms, 2)
+    at = next(i for i, row in enumerate(report["table"]) if row[0] == "verify p50 (code mode)")
+    report["table"][at:at] = [["tool call CPU (world worker)", f"{call_cpu_ms:.3f} ms a call", ""]]
+    report["table"].insert(at + 2, ["verify CPU (server and its fork)", f"{verify_cpu_ms:.2f} ms a verification", ""])
     report["containment"] = containment.statement
     report["table"].insert(1, ["containment", containment.statement, ""])
     return report
