@@ -177,8 +177,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     report["tool_call_ms"]["cpu_ms"] = round(call_cpu_ms, 3)
     report["verify_ms"]["cpu_ms"] = round(verify_cpu_ms, 2)
     at = next(i for i, row in enumerate(report["table"]) if row[0] == "verify p50 (code mode)")
-    report["table"][at:at] = [["tool call CPU (world worker)", f"{call_cpu_ms:.3f} ms a call", ""]]
-    report["table"].insert(at + 2, ["verify CPU (server and its fork)", f"{verify_cpu_ms:.2f} ms a verification", ""])
+    report["table"][at:at] = [["tool call CPU, world worker", f"{call_cpu_ms:.3f} ms a call", ""]]
+    report["table"].insert(at + 2, ["verify CPU, server and fork", f"{verify_cpu_ms:.2f} ms a verification", ""])
     report["containment"] = containment.statement
     report["table"].insert(1, ["containment", containment.statement, ""])
     return report

@@ -9,7 +9,7 @@ import sys
 
 def test_world_bench_smoke() -> None:
     cmd = [sys.executable, "-c", "from awm_runtime.cli import bench_main; raise SystemExit(bench_main())", "world",
-           "--resets", "20", "--calls", "20", "--verifies", "3", "--sessions", "40"]
+           "--resets", "20", "--calls", "200", "--verifies", "20", "--sessions", "40"]  # enough CPU ticks
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout)
@@ -17,9 +17,10 @@ def test_world_bench_smoke() -> None:
     for figure in ("reset_ms", "tool_call_ms", "verify_ms"):
         assert result[figure]["p50"] > 0 and result[figure]["n"] > 0
     assert result["tool_call_ms"]["errors"] == 0
-    # CPU where the work is done, read from /proc: a world worker's per call, the verifier server's with its forks.
+    # CPU where the work is done, read from /proc (in clock ticks: 200 calls and 20 verifications are dozens):
+    # a world worker's per call, the verifier server's with its forks.
     assert 0 < result["tool_call_ms"]["cpu_ms"] < 100 and 0 < result["verify_ms"]["cpu_ms"] < 1000
-    assert "tool call CPU (world worker)" in proc.stderr and "verify CPU (server and its fork)" in proc.stderr
+    assert "tool call CPU, world worker" in proc.stderr and "verify CPU, server and fork" in proc.stderr
     assert result["memory"]["all_answered"] and result["memory"]["max_sessions_in_4gib"] > 1000
     assert result["crash_isolation"] == {"episodes": 16, "errors": 1, "error_is_world_error": True, "others_ok": True}
     assert "reset p50 / p95" in proc.stderr  # the table
