@@ -24,8 +24,7 @@ _Status = tuple[int, int, int, int, int]
 _matched: dict[str, _Status] = {}  # template path -> its status when its bytes last hashed to its digest
 
 
-def _status(fd: int) -> _Status:
-    st = os.fstat(fd)
+def _status(st: os.stat_result) -> _Status:
     return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
 
 
@@ -46,9 +45,9 @@ def read_template(path: Path, size: int, digest: bytes | None = None) -> bytes:
     """A template's bytes, refused (WorldError) unless they hash to `digest`."""
     fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
     try:
-        before = _status(fd)
+        before = _status(os.fstat(fd))
         data = _read(fd, size)
-        after = _status(fd)
+        after = _status(os.fstat(fd))
     finally:
         os.close(fd)
     if digest is None:
@@ -62,8 +61,7 @@ def read_template(path: Path, size: int, digest: bytes | None = None) -> bytes:
 
 def check_template(path: Path, size: int, digest: bytes) -> None:
     """Refuse (WorldError) a template that no longer hashes to `digest`; hashed again only if its status moved."""
-    st = os.stat(path, follow_symlinks=False)
-    if _matched.get(str(path)) != (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns):
+    if _matched.get(str(path)) != _status(os.stat(path, follow_symlinks=False)):
         read_template(path, size, digest)
 
 
@@ -83,7 +81,7 @@ def _copy_unchanged(src: Path, dst: Path | str, size: int) -> bool:
     and after the copy. False (and no `dst`) if it is not: the caller reads and hashes it."""
     fd = os.open(src, os.O_RDONLY | os.O_NOFOLLOW)
     try:
-        if _matched.get(str(src)) != _status(fd):
+        if _matched.get(str(src)) != _status(os.fstat(fd)):
             return False
         out = os.open(dst, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         try:
@@ -95,7 +93,7 @@ def _copy_unchanged(src: Path, dst: Path | str, size: int) -> bool:
             os.unlink(dst)
             raise
         os.close(out)
-        if done != size or _matched.get(str(src)) != _status(fd):
+        if done != size or _matched.get(str(src)) != _status(os.fstat(fd)):
             os.unlink(dst)
             return False
         return True
@@ -107,13 +105,24 @@ def clone_checked(src: Path, dst: Path | str, size: int, digest: bytes, full: st
     """Copy the pristine template to `dst` after checking its hash: the bytes checked are the bytes written.
     No room for it is a WorldError: `full`, when given, says why."""
     try:
-        if not _copy_unchanged(src, dst, size):
-            write_new(dst, read_template(src, size, digest), 0o644)
+        if _copy_unchanged(src, dst, size):  # removes its own `dst` when the copy fails
+            return
+    except OSError as exc:
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise _no_room(exc, dst, full) from None
+        raise
+    data = read_template(src, size, digest)  # outside the `try`: a template that cannot be read removes no `dst`
+    try:
+        write_new(dst, data, 0o644)
     except OSError as exc:
         if isinstance(exc, FileExistsError):
             raise
         with contextlib.suppress(OSError):
             os.unlink(dst)
         if exc.errno in (errno.ENOSPC, errno.EDQUOT):
-            raise WorldError(full or f"no room for an episode DB in {os.path.dirname(dst)}: {exc.strerror}") from None
+            raise _no_room(exc, dst, full) from None
         raise
+
+
+def _no_room(exc: OSError, dst: Path | str, full: str) -> WorldError:
+    return WorldError(full or f"no room for an episode DB in {os.path.dirname(dst)}: {exc.strerror}")

@@ -79,3 +79,15 @@ def test_a_full_disk_during_the_kernel_copy_is_the_quota_s_error(tmp_path: Path,
     with pytest.raises(WorldError, match="limited to 1 MiB"):
         clone_checked(path, tmp_path / "e.db", size, digest, full="limited to 1 MiB")
     assert not (tmp_path / "e.db").exists()
+
+
+def test_a_template_that_cannot_be_read_removes_no_file_at_the_destination(tmp_path: Path) -> None:
+    """A clone whose template cannot be opened fails before it writes: whatever is at `dst` stays."""
+    path, size, digest = _template(tmp_path)
+    path.unlink()
+    os.symlink(tmp_path / "elsewhere.db", path)  # refused: templates are opened with O_NOFOLLOW
+    dst = tmp_path / "taken.db"
+    dst.write_bytes(b"another episode's DB")
+    with pytest.raises(OSError):
+        clone_checked(path, dst, size, digest)
+    assert dst.read_bytes() == b"another episode's DB"
