@@ -34,6 +34,18 @@ def _stat(pid: int) -> tuple[int, float] | None:
         return None
 
 
+def cpu_seconds(pid: int | None, *, reaped: bool = False) -> float:
+    """CPU seconds of a live process from /proc/PID/stat (utime + stime); with `reaped`, plus those of the
+    children it has reaped (cutime + cstime). 0 when there is no such process."""
+    if pid is None:
+        return 0.0
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return sum(int(f) for f in fields[11:15 if reaped else 13]) / _TICK
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
 def _memory(pid: int) -> tuple[float, float]:
     """(RSS, PSS) in MiB from /proc/PID/smaps_rollup, (0, 0) if the process is gone."""
     rss = pss = 0.0
@@ -141,4 +153,4 @@ class ProcessSampler:
         return out
 
 
-__all__ = ["ProcessSampler", "descendants", "kind_of", "resident_mib"]
+__all__ = ["ProcessSampler", "cpu_seconds", "descendants", "kind_of", "resident_mib"]

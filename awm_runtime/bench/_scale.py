@@ -24,6 +24,7 @@ from typing import Any
 
 import orjson
 
+from awm_runtime.bench._procs import cpu_seconds
 from awm_runtime.bench._scale_peaks import (
     BATCH_TARGET,
     BurningTransport,
@@ -89,15 +90,6 @@ def _lateness(url: str, *, reset: bool = False) -> dict[str, Any]:
     request = urllib.request.Request(base + "/stats/reset", method="POST") if reset else base + "/stats"
     with urllib.request.urlopen(request, timeout=10) as resp:  # loopback
         return dict(orjson.loads(resp.read()))
-
-
-def _proc_cpu_s(pid: int) -> float:
-    """CPU seconds of a live process, from /proc/PID/stat (utime + stime)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    except (OSError, ValueError, IndexError):
-        return 0.0
 
 
 def _steady(samples: list[dict[str, float]], n: int,
@@ -194,7 +186,7 @@ async def _measure(prep: Any, server_pid: int | None) -> tuple[dict[str, Any], l
     peaks.cpu_s = 0.0
     peaks.start()
     started = time.monotonic()
-    cpu0 = {"self": cpu_s(), "children": cpu_s(-1), "server": _proc_cpu_s(server_pid) if server_pid else 0.0}
+    cpu0 = {"self": cpu_s(), "children": cpu_s(-1), "server": cpu_seconds(server_pid) if server_pid else 0.0}
 
     async def sample() -> None:
         while True:
@@ -213,7 +205,7 @@ async def _measure(prep: Any, server_pid: int | None) -> tuple[dict[str, Any], l
     result.summary["bench_peaks"] = peaks.to_dict()
     # The peaks thread's /proc scans are the bench's own CPU, not the runtime's.
     cpu = {"self": cpu_s() - cpu0["self"] - peaks.cpu_s, "children": cpu_s(-1) - cpu0["children"],
-           "server": (_proc_cpu_s(server_pid) - cpu0["server"]) if server_pid else 0.0}
+           "server": (cpu_seconds(server_pid) - cpu0["server"]) if server_pid else 0.0}
     return result.summary, samples, base_rss, cpu
 
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from awm_runtime._errors import WorldError
 from awm_runtime._types import ToolCall
+from awm_runtime.bench._procs import cpu_seconds
 from awm_runtime.bench._world_data import write_bench_dataset
 from awm_runtime.worlds import AwmSession, AwmWorld, WorldOptions, load_local_worlds
 
@@ -54,17 +55,6 @@ def _pss_kib(pid: int | None) -> int:
     except (OSError, StopIteration):
         with open(f"/proc/{pid}/status") as fh:
             return next(int(line.split()[1]) for line in fh if line.startswith("VmRSS:"))
-
-
-def _cpu_s(pid: int | None, *, reaped: bool = False) -> float:
-    """CPU seconds of a live process (utime + stime); with `reaped`, plus those of the children it reaped."""
-    if pid is None:
-        return 0.0
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return sum(int(f) for f in fields[11:15 if reaped else 13]) / os.sysconf("SC_CLK_TCK")
 
 
 def _footprint(world: AwmWorld) -> dict[str, int]:
@@ -160,14 +150,14 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             sc = world.scenario(task.scenario)
             resets = await _resets(world, task, args.resets)
             # CPU per call where the work is done: the world worker(s), the verifier server and its children.
-            before = sum(_cpu_s(pid) for pid in world.pool.pids())
+            before = sum(cpu_seconds(pid) for pid in world.pool.pids())
             calls, call_errors = await _calls(session, args.calls, rng)
-            call_cpu_ms = (sum(_cpu_s(pid) for pid in world.pool.pids()) - before) / max(1, args.calls) * 1000
+            call_cpu_ms = (sum(cpu_seconds(pid) for pid in world.pool.pids()) - before) / max(1, args.calls) * 1000
             await session.verify("", [])  # starts the verifier server: not one of the verifications measured
-            before = _cpu_s(world.sandbox.pid, reaped=True)
+            before = cpu_seconds(world.sandbox.pid, reaped=True)
             verifies = [(await session.verify("", [])).elapsed_ms for _ in range(args.verifies)]
             await asyncio.sleep(0.2)  # the server reaps its last child
-            verify_cpu_ms = (_cpu_s(world.sandbox.pid, reaped=True) - before) / max(1, args.verifies) * 1000
+            verify_cpu_ms = (cpu_seconds(world.sandbox.pid, reaped=True) - before) / max(1, args.verifies) * 1000
             await session.close()
             memory = await _live_sessions(world, task, args.sessions)
             crash = await _crash_isolation(world)
