@@ -37,6 +37,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--sessions", type=int, default=1000, help="live sessions held at once (default 1000)")
     p.add_argument("--workers", type=int, default=0, help="most world workers per scenario (default: one per core)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--inject-ms", type=float, default=0.0, metavar="MS",
+                   help="burn MS of CPU in each tool call (in the world worker) and in each verification (in the "
+                        "verifier's fork): checks that the CPU rows see a change where the work is done (default 0)")
     p.add_argument("--unsafe-no-sandbox", action="store_true", help="measure unconfined world and verifier code")
 
 
@@ -138,7 +141,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     containment = require(args.unsafe_no_sandbox)
     rng = random.Random(args.seed)
     with tempfile.TemporaryDirectory(prefix="awm-bench-world-") as tmp:
-        world = load_local_worlds(write_bench_dataset(Path(tmp), tables=args.tables, tools=args.tools),
+        world = load_local_worlds(write_bench_dataset(Path(tmp), tables=args.tables, tools=args.tools,
+                                                      burn_ms=args.inject_ms),
                                   options=WorldOptions(workers=args.workers, tool_timeout_s=10.0,
                                                        unsafe_no_sandbox=args.unsafe_no_sandbox))
         try:
@@ -169,6 +173,10 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     at = next(i for i, row in enumerate(report["table"]) if row[0] == "verify p50 (code mode)")
     report["table"][at:at] = [["tool call CPU, world worker", f"{call_cpu_ms:.3f} ms a call", ""]]
     report["table"].insert(at + 2, ["verify CPU, server and fork", f"{verify_cpu_ms:.2f} ms a verification", ""])
+    if args.inject_ms > 0:
+        report["injected_ms"] = args.inject_ms
+        report["table"].insert(at + 3, ["injected CPU (--inject-ms)", f"{args.inject_ms:g} ms a call and a verification",
+                                        ""])
     report["containment"] = containment.statement
     report["table"].insert(1, ["containment", containment.statement, ""])
     return report

@@ -112,6 +112,26 @@ async def create_{singular}(body: {cls}Create = Body(...)):
     return out
 '''
 
+# `awm-bench world --inject-ms`: a known CPU cost in each request, as a pure ASGI middleware (a few
+# microseconds of its own, where Starlette's BaseHTTPMiddleware would add its own task per request).
+BURN = '''
+
+class _Burn:
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] == "http":
+            import time
+            end = time.thread_time() + {seconds!r}
+            while time.thread_time() < end:
+                pass
+        await self.app(scope, receive, send)
+
+
+app.add_middleware(_Burn)
+'''
+
 FOOTER = '''
 
 if __name__ == "__main__":
@@ -121,7 +141,7 @@ if __name__ == "__main__":
 
 VERIFIER = '''def verify_task_completion(initial_db_path: str, final_db_path: str, final_answer: str = "") -> dict:
     import sqlite3
-
+{burn}
     def names(path):
         conn = sqlite3.connect(f"file:{{path}}?mode=ro", uri=True)
         rows = conn.execute("SELECT name FROM {table} WHERE name = ?", ("{name}",)).fetchall()
@@ -136,7 +156,16 @@ def _singular(table: str) -> str:
     return table[:-1]
 
 
-def synthetic_rows(tables: int = 20, tools: int = 35, name: str = "Bench Suite") -> dict[str, list[dict[str, Any]]]:
+def _verifier_burn(burn_ms: float) -> str:
+    if burn_ms <= 0:
+        return ""
+    return (f"    import time\n\n    end = time.thread_time() + {burn_ms / 1000!r}\n"
+            "    while time.thread_time() < end:\n        pass\n")
+
+
+def synthetic_rows(tables: int = 20, tools: int = 35, name: str = "Bench Suite",
+                   burn_ms: float = 0.0) -> dict[str, list[dict[str, Any]]]:
+    """The scenario's rows; `burn_ms` > 0 adds that much CPU to each tool call and to each verification."""
     tables = max(1, min(tables, len(NAMES)))
     names = NAMES[:tables]
     code = [HEADER]
@@ -146,6 +175,8 @@ def synthetic_rows(tables: int = 20, tools: int = 35, name: str = "Bench Suite")
     kinds = [(LIST, t) for t in names] + [(kind, t) for t in names for kind in (GET, CREATE)]
     for template, table in kinds[:tools]:
         code.append(template.format(cls=table.title(), table=table, singular=_singular(table)))
+    if burn_ms > 0:
+        code.append(BURN.format(seconds=burn_ms / 1000))
     code.append(FOOTER)
     ddl = []
     inserts: dict[str, list[str]] = {}
@@ -166,7 +197,7 @@ def synthetic_rows(tables: int = 20, tools: int = 35, name: str = "Bench Suite")
         table = creatable[k % len(creatable)]
         item = f"bench item {k}"
         tasks.append(f"Create a {_singular(table)} named '{item}'.")
-        verifiers[k] = VERIFIER.format(table=table, name=item)
+        verifiers[k] = VERIFIER.format(table=table, name=item, burn=_verifier_burn(burn_ms))
     return scenario_rows(name, "".join(code), tables=ddl, inserts=inserts, tasks=tasks, code_verifiers=verifiers)
 
 
@@ -188,9 +219,9 @@ async def crash():
 '''
 
 
-def write_bench_dataset(out: Path, *, tables: int = 20, tools: int = 35) -> Path:
+def write_bench_dataset(out: Path, *, tables: int = 20, tools: int = 35, burn_ms: float = 0.0) -> Path:
     """The synthetic scenario, plus `crashy` (a handler that kills its worker) for the isolation figure."""
     crashy = scenario_rows("Crashy", CRASHY, tables=[{"name": "t", "ddl": "CREATE TABLE t (id INTEGER)"}],
                            inserts={}, tasks=["Crash."])
-    write_dataset(out, merge_rows(synthetic_rows(tables, tools), crashy))
+    write_dataset(out, merge_rows(synthetic_rows(tables, tools, burn_ms=burn_ms), crashy))
     return out
