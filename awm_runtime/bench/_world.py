@@ -175,8 +175,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     report["table"].insert(at + 2, ["verify CPU, server and fork", f"{verify_cpu_ms:.2f} ms a verification", ""])
     if args.inject_ms > 0:
         report["injected_ms"] = args.inject_ms
-        report["table"].insert(at + 3, ["injected CPU (--inject-ms)", f"{args.inject_ms:g} ms a call and a verification",
-                                        ""])
+        injected = f"{args.inject_ms:g} ms a call and a verification"
+        report["table"].insert(at + 3, ["injected CPU (--inject-ms)", injected, ""])
     report["containment"] = containment.statement
     report["table"].insert(1, ["containment", containment.statement, ""])
     return report
