@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import stat
 from collections.abc import Iterable
 
 _CREATE, _ADD_RULE, _RESTRICT = 444, 445, 446  # the same numbers on every architecture
@@ -100,7 +101,7 @@ def restrict(abi: int, rules: Iterable[tuple[str, int]]) -> None:
                 continue
             try:
                 allowed = rights & handled
-                if not os.path.isdir(path):
+                if not stat.S_ISDIR(os.fstat(fd).st_mode):  # the opened file itself, not the path again
                     allowed &= FILE_RIGHTS
                 beneath = _PathBeneath(allowed, fd)
                 _check(_libc.syscall(_ADD_RULE, ctypes.c_int(ruleset), ctypes.c_int(_RULE_PATH_BENEATH),
