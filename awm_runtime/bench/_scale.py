@@ -30,6 +30,7 @@ from awm_runtime.bench._scale_peaks import (
     BurningTransport,
     batch_figures,
     open_files_limit,
+    reply_to_request_gaps,
     slices_figures,
 )
 
@@ -343,6 +344,9 @@ def _report(args: argparse.Namespace, summary: dict[str, Any], out: Path, sample
     batch = (batch_figures(summary.get("model_server_lateness") or {}, calls, latency, times["run_started"],
                            times["run_ended"], times["bench_started"], BATCH_TARGETS.get((n, latency), BATCH_TARGET))
              if getattr(args, "batch", False) and times else None)
+    if batch is not None:
+        batch["reply_to_next_request_s"] = reply_to_request_gaps(out / "events.jsonl")
+    gaps = (batch or {}).get("reply_to_next_request_s") or {}
     result = {
         "episodes_in_flight": n, "latency_s": latency, "shards": summary["shards"], "episodes": len(calls),
         "repeats": repeats, "outcomes": outcomes, "mean_model_calls_per_episode": round(mean_calls, 3),
@@ -384,6 +388,8 @@ def _report(args: argparse.Namespace, summary: dict[str, Any], out: Path, sample
            ["batch: prepare | run start to first request", f"{batch['prepare_s']} s | "
             f"{batch['run_start_to_first_request_s']} s", ""]]
           if batch and batch.get("efficiency") is not None else []),
+        *([["gap after reply " + "|".join(gaps), " | ".join(f"{g['p50']} ({g['max']})" for g in gaps.values())
+            + " s: p50 (max)", ""]] if gaps else []),
         ["peak RSS | PSS of the run's processes", f"{peaks.get('peak_rss_mib', 0):.0f} | "
                                                    f"{peaks.get('peak_pss_mib', 0):.0f} MiB", "<= 4 GiB"],
         ["peak open files runtime | all", f"{peaks.get('peak_open_files_runtime', 0)} | "

@@ -8,10 +8,16 @@ the longest episode's model time (its calls x the latency), the least any runtim
 from __future__ import annotations
 
 import os
+import statistics
 import threading
 import time
+from collections import defaultdict
 from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
 from typing import Any
+
+import orjson
 
 from awm_runtime.bench._procs import _memory, descendants, kind_of, resident_mib
 
@@ -122,6 +128,31 @@ def batch_figures(server_stats: dict[str, Any], calls: list[int], latency: float
             "last_reply_to_run_end_s": round(run_ended_unix - last, 2),
             "first_request_to_run_end_s": round(run_ended_unix - first, 2),
             "target": target, "met": makespan > 0 and ideal / makespan >= target}
+
+
+def reply_to_request_gaps(events: Path, turns: int = 3) -> dict[str, dict[str, float]] | None:
+    """For each of an episode's first `turns` policy replies, the seconds until its next request went out: its
+    step (parse, tool calls, the world's and the loop's queues). p50 and max over the episodes, from the run's
+    `model_called` events (a request left at the event's time minus its latency). A batch launched at once
+    waits here in its first turns, when every episode asks the world at once."""
+    if not events.is_file():
+        return None
+    replies: defaultdict[str, list[tuple[float, float]]] = defaultdict(list)
+    with events.open("rb") as fh:
+        for line in fh:
+            if b'"model_called"' not in line:
+                continue
+            event = orjson.loads(line)
+            if event.get("event") == "model_called" and event.get("role") == "policy":
+                at = datetime.fromisoformat(event["timestamp"]).timestamp()
+                replies[event["episode_id"]].append((at, float(event["latency_s"])))
+    gaps: defaultdict[int, list[float]] = defaultdict(list)
+    for calls in replies.values():
+        calls.sort()
+        for k in range(1, min(len(calls), turns + 1)):
+            gaps[k].append(calls[k][0] - calls[k][1] - calls[k - 1][0])
+    return {str(k): {"p50": round(statistics.median(v), 2), "max": round(max(v), 2), "episodes": len(v)}
+            for k, v in sorted(gaps.items())}
 
 
 class BurningTransport:

@@ -54,6 +54,10 @@ def test_a_batch_reports_its_makespan_and_the_peaks_of_the_run() -> None:
     assert batch["ideal_makespan_s"] >= 0.2 and batch["makespan_s"] >= batch["ideal_makespan_s"] * 0.9
     assert 0 < batch["efficiency"] <= 1.1 and batch["target"] == 0.85
     assert batch["prepare_s"] >= 0 and batch["run_start_to_first_request_s"] >= 0
+    # Where the batch waited between model calls, turn by turn: every episode made 2 or more calls here.
+    gaps: dict[str, dict[str, float]] = batch["reply_to_next_request_s"]  # type: ignore[assignment]
+    assert list(gaps)[:1] == ["1"] and gaps["1"]["episodes"] == r["episodes"]
+    assert all(0 <= g["p50"] <= g["max"] < 60 for g in gaps.values())
     assert r["peak_rss_mib"] > 0 and r["peak_open_files_runtime"] > 0  # type: ignore[operator]
     assert 0 < r["peak_pss_mib"] <= r["peak_rss_mib"] and r["bench_sampler_cpu_s"] >= 0  # type: ignore[operator]
     assert r["peak_open_files_all"] >= r["peak_open_files_runtime"]  # type: ignore[operator]
