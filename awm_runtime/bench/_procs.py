@@ -25,25 +25,23 @@ class Proc:
     cpu_s: float = 0.0
 
 
-def _stat(pid: int) -> tuple[int, float] | None:
-    """(parent pid, CPU seconds) from /proc/PID/stat."""
+def _stat(pid: int) -> tuple[int, float, float] | None:
+    """(parent pid, CPU seconds, CPU seconds of the children it has reaped) from /proc/PID/stat: utime + stime,
+    cutime + cstime. None when there is no such process."""
     try:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return int(fields[1]), (int(fields[11]) + int(fields[12])) / _TICK
+        return int(fields[1]), (int(fields[11]) + int(fields[12])) / _TICK, (int(fields[13]) + int(fields[14])) / _TICK
     except (OSError, ValueError, IndexError):
         return None
 
 
 def cpu_seconds(pid: int | None, *, reaped: bool = False) -> float:
-    """CPU seconds of a live process from /proc/PID/stat (utime + stime); with `reaped`, plus those of the
-    children it has reaped (cutime + cstime). 0 when there is no such process."""
-    if pid is None:
+    """CPU seconds of a live process; with `reaped`, plus those of the children it has reaped. 0 when there is
+    no such process."""
+    st = _stat(pid) if pid is not None else None
+    if st is None:
         return 0.0
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return sum(int(f) for f in fields[11:15 if reaped else 13]) / _TICK
-    except (OSError, ValueError, IndexError):
-        return 0.0
+    return st[1] + st[2] if reaped else st[1]
 
 
 def _memory(pid: int) -> tuple[float, float]:
