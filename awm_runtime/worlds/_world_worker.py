@@ -15,7 +15,8 @@ state is its DB file, so a replacement worker can serve any episode of the scena
 
 Tool calls run side by side, each on one of up to `CALL_THREADS` threads with its own event loop:
 generated handlers are async functions that block on SQLite, so one loop would serve them one at a
-time and a slow or hung call would hold up every episode of the scenario (issue 31). Before the
+time and a slow or hung call would hold up every episode of the scenario (issue 31). They run one
+at a time while each uses the CPU, as threads fighting over the GIL cost CPU (`_call_threads`). Before the
 worker serves, every descriptor its scenario's code opened while importing is pointed at /dev/null.
 """
 
@@ -59,6 +60,7 @@ from awm_runtime.isolation._mounts import (
     namespace_fds,
     resize_quota,
 )
+from awm_runtime.worlds._call_threads import CallThreads
 from awm_runtime.worlds._dbbuild import build_database
 from awm_runtime.worlds._format import ScenarioSource, TableDef
 from awm_runtime.worlds._host import ScenarioHost
@@ -96,7 +98,7 @@ class Worker:
         self.host: ScenarioHost | None = None
         self.out_fd = -1
         self.write_lock = threading.Lock()
-        self.calls = _CallThreads(self)
+        self.calls = CallThreads(self._answer, CALL_THREADS)
 
     def _load(self, msg: dict[str, Any], import_db: str) -> dict[str, Any]:
         if self.host is not None:
@@ -151,6 +153,18 @@ class Worker:
         reply = loop.run_until_complete(self.host.call(db, msg["tool"], msg.get("args") or {}))
         return {"ok": True, **reply}
 
+    def _answer(self, msg: dict[str, Any], loop: asyncio.AbstractEventLoop) -> None:
+        """Run one tool call on a call thread and send its reply, whatever happens."""
+        try:
+            reply = self.call(msg, loop)
+        except BaseException as exc:  # SystemExit from scenario code included: this call's error
+            reply = {"ok": False, "fatal": True, "error": describe(exc)}
+        try:
+            self.send({**reply, "id": msg.get("id")})
+        except Exception as exc:  # a reply that cannot be encoded is this call's failure
+            self.send({"ok": False, "error": f"the tool's reply cannot be sent ({describe(exc)})",
+                       "id": msg.get("id")})
+
     def send(self, reply: dict[str, Any]) -> None:
         frame = encode({**reply, "cpu_s": round(time.process_time(), 3)})
         with self.write_lock:
@@ -182,46 +196,6 @@ class Worker:
             if reply is None:
                 return
             self.send({**reply, "id": rid})
-
-
-class _CallThreads:
-    """Runs tool calls side by side: up to CALL_THREADS threads, started as needed, each with its own loop."""
-
-    def __init__(self, worker: Worker) -> None:
-        self.worker = worker
-        self.jobs: queue.SimpleQueue[dict[str, Any]] = queue.SimpleQueue()
-        self.lock = threading.Lock()
-        self.free = 0  # threads waiting for a job
-        self.threads = 0
-
-    def submit(self, msg: dict[str, Any]) -> None:
-        with self.lock:
-            if self.free:
-                self.free -= 1
-            elif self.threads < CALL_THREADS:
-                self.threads += 1
-                threading.Thread(target=self._run, daemon=True, name=f"call-{self.threads}").start()
-        self.jobs.put(msg)
-
-    def _run(self) -> None:
-        loop = asyncio.new_event_loop()
-        asyncio.set_event_loop(loop)
-        first = True
-        while True:
-            if not first:
-                with self.lock:
-                    self.free += 1
-            first = False
-            msg = self.jobs.get()
-            try:
-                reply = self.worker.call(msg, loop)
-            except BaseException as exc:  # SystemExit from scenario code included: this call's error
-                reply = {"ok": False, "fatal": True, "error": describe(exc)}
-            try:
-                self.worker.send({**reply, "id": msg.get("id")})
-            except Exception as exc:  # a reply that cannot be encoded is this call's failure
-                self.worker.send({"ok": False, "error": f"the tool's reply cannot be sent ({describe(exc)})",
-                                  "id": msg.get("id")})
 
 
 def open_fds() -> set[int]:

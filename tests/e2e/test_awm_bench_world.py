@@ -27,6 +27,10 @@ def test_world_bench_smoke() -> None:
     assert "injected CPU (--inject-ms)" in proc.stderr
     assert "tool call CPU, world worker" in proc.stderr and "verify CPU, server and fork" in proc.stderr
     assert result["memory"]["all_answered"] and result["memory"]["max_sessions_in_4gib"] > 1000
+    # The burst (one call per live session, all at once) burned the injection in each call too.
+    burst = result["memory"]["burst"]
+    assert burst["calls"] == 40 and burst["drain_s"] > 0 and 19 <= burst["cpu_ms"] < 200
+    assert "burst of 40 calls at once" in proc.stderr
     assert result["crash_isolation"] == {"episodes": 16, "errors": 1, "error_is_world_error": True, "others_ok": True}
     assert "reset p50 / p95" in proc.stderr  # the table
     # It prints only what it measured: no peer figures from constants (docs/worlds.md has them, sourced).

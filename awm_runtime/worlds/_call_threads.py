@@ -1,0 +1,154 @@
+"""The threads that run a world worker's tool calls: one at a time while each uses the CPU, more beside calls
+that wait.
+
+A world worker runs its calls on threads so that a slow or hung call holds up its own episode only
+(issue 31). But threads of one interpreter that all want the CPU take turns on the GIL, and each turn
+costs. On this project's 2-core machine, a burst of 3,000 calls over the built-in worlds (one call per
+episode, as a batch launched at once sends them) took 4.3-4.9 ms of world CPU a call with every call on
+a thread of its own, and 2.3-3.5 ms on one thread a worker (issue 32's note, stop 43).
+
+So a thread must hold a *permit* to run calls, and it runs them one after another from the worker's
+queue, with no hand-off between threads. One permit is out while every running call is *busy*: its
+thread's CPU clock advances. A running call is *idle* once its thread used less than `MIN_CPU_S` of CPU
+in a `WINDOW_S` (it sleeps, or waits on a lock or on I/O), or more than `HOG_S` in all (a heavy query,
+which then shares the CPU with the calls behind it, as the interpreter's switch interval shares it).
+Each idle call lets three more permits out, so a burst of hung calls all runs within a few windows. A
+thread whose permit is no longer needed parks until one is. A watchdog thread reads
+the clocks every `WINDOW_S` while calls wait in the queue, and sleeps otherwise.
+
+Wall time alone cannot tell a sleeping call from one the kernel has not scheduled yet. A first gate that
+counted any call running past 50 ms as slow let 60-90% of a loaded worker's calls start beside another
+(up to 32 at once), and saved nothing. `WINDOW_S` is longer than the scheduler's period with a dozen
+runnable processes on two cores, so a call that wants the CPU gets some of it in each window.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import queue
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+WINDOW_S = 0.04  # how often the watchdog reads the running calls' CPU clocks
+MIN_CPU_S = 0.0005  # less CPU than this in a window: the call waits (sleep, lock, I/O)
+HOG_S = 0.05  # more CPU than this in all: the call no longer holds back the ones behind it
+
+
+@dataclass(slots=True)
+class _Call:
+    clock: int  # the CPU-time clock of the thread running the call
+    started_cpu: float
+    seen_cpu: float  # its clock at the watchdog's last look (or at its start)
+    seen_at: float  # when that was (monotonic)
+    busy: bool = True
+
+
+class CallThreads:
+    """Runs `handle(job, loop)` for each submitted job on up to `most` threads, each with its own event loop.
+
+    `handle` must not raise: it answers its job, an error included."""
+
+    def __init__(self, handle: Callable[[Any, asyncio.AbstractEventLoop], None], most: int, *,
+                 window_s: float = WINDOW_S, min_cpu_s: float = MIN_CPU_S, hog_s: float = HOG_S) -> None:
+        self.most, self.window_s, self.min_cpu_s, self.hog_s = most, window_s, min_cpu_s, hog_s
+        self._handle = handle
+        self._jobs: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._wake = threading.Condition(self._lock)  # parked threads wait here for a permit
+        self._queued = threading.Condition(self._lock)  # the watchdog waits here while no job is queued
+        self._running: dict[int, _Call] = {}  # thread ident -> the call it runs
+        self.threads = 0  # started
+        self._holders = 0  # threads holding a permit (running a call, or waiting for one in the queue)
+        self._parked = 0
+        self._granted = 0  # permits handed to parked threads and not yet picked up
+        self._watching = False
+        self.beside = 0  # calls that started while another call was running
+
+    def submit(self, job: Any) -> None:
+        """Queue `job`; it runs when a thread with a permit is free."""
+        self._jobs.put(job)
+        with self._lock:
+            if self.threads == 0:
+                threading.Thread(target=self._watch, daemon=True, name="call-watchdog").start()
+                self._start()
+            if not self._watching:
+                self._watching = True
+                self._queued.notify()
+
+    def _start(self) -> None:
+        """A new thread, holding a permit (under the lock)."""
+        self.threads += 1
+        self._holders += 1
+        threading.Thread(target=self._main, daemon=True, name=f"call-{self.threads}").start()
+
+    def _allowed(self) -> int:
+        """Permits to keep out now: one, and three more for each idle call (under the lock)."""
+        return 1 + 3 * sum(not call.busy for call in self._running.values())
+
+    def _main(self) -> None:
+        loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(loop)
+        me = threading.get_ident()
+        clock = time.pthread_getcpuclockid(me)
+        while True:
+            with self._lock:
+                if self._holders > self._allowed():
+                    self._park()
+                spare = self._holders > 1  # this permit may stop being needed while it waits for a job
+            try:
+                job = self._jobs.get(timeout=self.window_s) if spare else self._jobs.get()
+            except queue.Empty:
+                continue
+            cpu = time.clock_gettime(clock)
+            with self._lock:
+                self.beside += bool(self._running)
+                self._running[me] = _Call(clock, cpu, cpu, time.monotonic())
+            try:
+                self._handle(job, loop)
+            finally:
+                with self._lock:
+                    del self._running[me]
+
+    def _park(self) -> None:
+        """Give the permit back and wait for one (under the lock)."""
+        self._holders -= 1
+        self._parked += 1
+        while not self._granted:
+            self._wake.wait()
+        self._granted -= 1
+        self._parked -= 1
+        self._holders += 1
+
+    def _look(self) -> None:
+        """Mark each call that has run a window since the last look busy or idle, from its thread's CPU clock
+        (under the lock). A call that started just now is left busy."""
+        now = time.monotonic()
+        for call in self._running.values():
+            if now - call.seen_at < self.window_s:
+                continue
+            cpu = time.clock_gettime(call.clock)
+            call.busy = cpu - call.seen_cpu >= self.min_cpu_s and cpu - call.started_cpu < self.hog_s
+            call.seen_cpu, call.seen_at = cpu, now
+
+    def _watch(self) -> None:
+        while True:
+            with self._lock:
+                while not self._watching:
+                    self._queued.wait()
+            time.sleep(self.window_s)
+            with self._lock:
+                if self._jobs.empty():
+                    self._watching = False
+                    continue
+                self._look()
+                while self._holders + self._granted < self._allowed():
+                    if self._parked > self._granted:
+                        self._granted += 1
+                        self._wake.notify()
+                    elif self.threads < self.most:
+                        self._start()
+                    else:
+                        break

@@ -1,0 +1,130 @@
+"""A world worker's call threads: one call at a time while each uses the CPU; calls that wait, or hog the CPU, let
+the calls behind them start."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from awm_runtime.worlds._call_threads import CallThreads
+
+
+def _burn(seconds: float) -> None:
+    end = time.thread_time() + seconds
+    while time.thread_time() < end:
+        pass
+
+
+class _Log:
+    """Each job is (name, work); the handler records when it started and ended."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.starts: dict[str, float] = {}
+        self.ends: dict[str, float] = {}
+        self.done = threading.Semaphore(0)
+
+    def handle(self, job: tuple[str, Callable[[], None]], loop: Any) -> None:
+        name, work = job
+        assert loop is not None
+        with self.lock:
+            self.starts[name] = time.monotonic()
+        try:
+            work()
+        finally:
+            with self.lock:
+                self.ends[name] = time.monotonic()
+            self.done.release()
+
+    def wait(self, n: int, timeout_s: float = 20.0) -> None:
+        for _ in range(n):
+            assert self.done.acquire(timeout=timeout_s), "a call never ended"
+
+
+def test_calls_that_use_the_cpu_run_one_after_another_on_one_thread() -> None:
+    log = _Log()
+    # a burning call is not left unscheduled for 0.2 s, even on a busy machine
+    threads = CallThreads(log.handle, 32, window_s=0.2)
+    for i in range(8):
+        threads.submit((f"c{i}", lambda: _burn(0.02)))
+    log.wait(8)
+    assert threads.threads == 1 and threads.beside == 0
+    order = sorted(log.starts, key=log.starts.__getitem__)
+    assert order == [f"c{i}" for i in range(8)]  # in the order they were sent
+    assert all(log.starts[b] >= log.ends[a] for a, b in zip(order, order[1:], strict=False))
+
+
+def test_a_sleeping_call_lets_the_calls_behind_it_run() -> None:
+    log = _Log()
+    threads = CallThreads(log.handle, 32, window_s=0.02)
+    threads.submit(("sleeper", lambda: time.sleep(1.5)))
+    time.sleep(0.05)
+    for i in range(5):
+        threads.submit((f"q{i}", lambda: _burn(0.002)))
+    log.wait(5)
+    assert "sleeper" not in log.ends, "the quick calls waited for the sleeping one"
+    assert max(log.ends.values()) - log.starts["sleeper"] < 1.0
+    log.wait(1)
+    assert threads.threads <= 5  # a thread or a few beside the sleeper, not one per call
+
+
+def test_a_call_that_hogs_the_cpu_shares_it_with_the_calls_behind() -> None:
+    log = _Log()
+    threads = CallThreads(log.handle, 32, window_s=0.01, hog_s=0.05)
+    threads.submit(("hog", lambda: _burn(1.5)))
+    time.sleep(0.02)
+    threads.submit(("quick", lambda: _burn(0.001)))
+    log.wait(2)
+    assert log.ends["quick"] < log.ends["hog"], "the quick call ran beside the hog, not after it"
+
+
+def test_a_burst_of_hung_calls_all_runs_side_by_side_up_to_the_thread_limit() -> None:
+    """40 calls that each sleep 1 s on at most 32 threads: idle calls let three permits out each, so the first 32
+    run together within a few windows and the last 8 once threads come free."""
+    log = _Log()
+    threads = CallThreads(log.handle, 32, window_s=0.01)
+    began = time.monotonic()
+    for i in range(40):
+        threads.submit((f"h{i}", lambda: time.sleep(1.0)))
+    log.wait(40)
+    assert threads.threads == 32
+    starts = sorted(log.starts.values())
+    assert starts[31] - began < 0.8  # a few windows, with room for a busy machine
+    assert time.monotonic() - began < 3.5  # two rounds side by side, not 40 s one after another
+
+
+def test_threads_whose_permit_is_not_needed_park_and_the_next_burst_runs_on_one() -> None:
+    log = _Log()
+    threads = CallThreads(log.handle, 32, window_s=0.05)  # a burning thread gets CPU in each window, even when loaded
+    threads.submit(("sleeper", lambda: time.sleep(0.5)))
+    time.sleep(0.03)
+    for i in range(6):
+        threads.submit((f"a{i}", lambda: _burn(0.001)))
+    log.wait(7)
+    started = threads.threads
+    assert started > 1
+    time.sleep(0.3)  # the spare permits' holders see within a window that they are not needed
+    before = threads.beside
+    for i in range(6):
+        threads.submit((f"b{i}", lambda: _burn(0.02)))
+    log.wait(6)
+    assert threads.threads == started  # parked threads are reused, none is added
+    assert threads.beside == before  # the burst ran one call at a time
+
+
+def test_parked_threads_take_a_permit_again_when_a_call_waits() -> None:
+    log = _Log()
+    threads = CallThreads(log.handle, 32, window_s=0.01)
+    for round_ in range(2):
+        threads.submit((f"sleeper{round_}", lambda: time.sleep(0.6)))
+        time.sleep(0.03)
+        for i in range(6):
+            threads.submit((f"q{round_}.{i}", lambda: _burn(0.001)))
+        log.wait(6)
+        assert f"sleeper{round_}" not in log.ends, "the quick calls waited for the sleeping one"
+        log.wait(1)
+        if round_ == 0:
+            started = threads.threads
+    assert threads.threads == started  # the second round ran on the parked threads
