@@ -28,6 +28,7 @@ import asyncio
 import queue
 import threading
 import time
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -108,6 +109,8 @@ class CallThreads:
                 self._running[me] = _Call(clock, cpu, cpu, time.monotonic())
             try:
                 self._handle(job, loop)
+            except BaseException:  # `handle` answers its own errors: a raise must not end the thread with its permit
+                traceback.print_exc()
             finally:
                 with self._lock:
                     del self._running[me]

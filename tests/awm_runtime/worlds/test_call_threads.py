@@ -128,3 +128,17 @@ def test_parked_threads_take_a_permit_again_when_a_call_waits() -> None:
         if round_ == 0:
             started = threads.threads
     assert threads.threads == started  # the second round ran on the parked threads
+
+
+def test_a_handler_that_raises_keeps_its_thread_and_permit(capsys: Any) -> None:
+    log = _Log()
+
+    def boom() -> None:
+        raise SystemExit("scenario code exits")
+
+    threads = CallThreads(log.handle, 32)
+    threads.submit(("boom", boom))
+    threads.submit(("after", lambda: _burn(0.001)))
+    log.wait(2)
+    assert threads.threads == 1 and "after" in log.ends
+    assert "SystemExit: scenario code exits" in capsys.readouterr().err
