@@ -3,9 +3,9 @@ that wait.
 
 A world worker runs its calls on threads so that a slow or hung call holds up its own episode only
 (issue 31). But threads of one interpreter that all want the CPU take turns on the GIL, and each turn
-costs. On this project's 2-core machine, a burst of 3,000 calls over the built-in worlds (one call per
-episode, as a batch launched at once sends them) took 4.3-4.9 ms of world CPU a call with every call on
-a thread of its own, and 2.3-3.5 ms on one thread a worker (issue 32's note, stop 43).
+costs: in one process, 600 calls of a 20-table scenario took 3.1-4.1 ms of CPU a call on 32 threads,
+and 1.1-1.5 ms on one. A batch launched at once on one scenario (the GRPO shape) fills a worker's
+threads with its episodes' first calls (issue 32's note, stop 43).
 
 So a thread must hold a *permit* to run calls, and it runs them one after another from the worker's
 queue, with no hand-off between threads. One permit is out while every running call is *busy*: its
