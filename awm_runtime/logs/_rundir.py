@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -49,19 +50,21 @@ class RunDirWriter:
         self.root.mkdir(parents=True, exist_ok=True)
         self._fd = os.open(self.root / EPISODES, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         self._tool_ids: set[str] | None = None  # read from tools.jsonl at the first new set (resume)
+        self._tools_lock = threading.Lock()  # add_tools runs on worker threads, two at once for two shards' units
 
     def add_tools(self, sets: ToolSets) -> None:
         """Append the tool sets not yet in tools.jsonl (callers run this off the event loop, before the
-        records that name them are appended)."""
-        if self._tool_ids is None:
-            self._tool_ids = set(read_tool_sets(self.root))
-        lines = [orjson.dumps({"tools_id": tid, "tools": tools}) + b"\n" for tid, tools in sets.items()
-                 if tid not in self._tool_ids]
-        if not lines:
-            return
-        with (self.root / TOOLS).open("ab") as fh:
-            fh.write(scrub_bytes(b"".join(lines)))  # tool schemas come from world code: redacted like records
-        self._tool_ids.update(sets)
+        records that name them are appended). Safe to call from several threads at once: each set is written once."""
+        with self._tools_lock:
+            if self._tool_ids is None:
+                self._tool_ids = set(read_tool_sets(self.root))
+            lines = [orjson.dumps({"tools_id": tid, "tools": tools}) + b"\n" for tid, tools in sets.items()
+                     if tid not in self._tool_ids]
+            if not lines:
+                return
+            with (self.root / TOOLS).open("ab") as fh:
+                fh.write(scrub_bytes(b"".join(lines)))  # tool schemas come from world code: redacted like records
+            self._tool_ids.update(sets)
 
     def append(self, line: bytes) -> None:
         """Write one record line with one syscall (callers run this off the event loop); key values the
