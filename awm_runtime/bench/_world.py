@@ -88,6 +88,11 @@ async def _resets(world: AwmWorld, task: Any, n: int) -> list[float]:
     return times
 
 
+def _workers_cpu_s(world: AwmWorld) -> float:
+    """CPU seconds the world's live workers have used so far (where tool calls are served)."""
+    return sum(cpu_seconds(pid) for pid in world.pool.pids())
+
+
 async def _calls(session: AwmSession, n: int, rng: random.Random) -> tuple[list[float], int]:
     tools = [t.name for t in session.tools]
     times, errors = [], 0
@@ -106,11 +111,11 @@ async def _live_sessions(world: AwmWorld, task: Any, n: int) -> dict[str, Any]:
     sessions = [await world.open(task, episode_id=f"live{i}") for i in range(n)]
     create = next(t.name for t in sessions[0].tools if t.name.startswith("create_"))
     # One call per session, all at once: the first wave of a batch launched on one scenario (the GRPO shape).
-    burst_started, cpu_before = time.perf_counter(), sum(cpu_seconds(pid) for pid in world.pool.pids())
+    burst_started, cpu_before = time.perf_counter(), _workers_cpu_s(world)
     results = await asyncio.gather(*(s.call_tool(ToolCall(id="w", name=create, arguments={"name": f"live {i}"}))
                                      for i, s in enumerate(sessions)), return_exceptions=True)
     burst_s = time.perf_counter() - burst_started
-    burst_cpu_ms = (sum(cpu_seconds(pid) for pid in world.pool.pids()) - cpu_before) / max(1, n) * 1000
+    burst_cpu_ms = (_workers_cpu_s(world) - cpu_before) / max(1, n) * 1000
     elapsed = time.perf_counter() - started
     after = _footprint(world)
     ok = sum(1 for r in results if not isinstance(r, BaseException) and not r.is_error)
@@ -159,9 +164,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             sc = world.scenario(task.scenario)
             resets = await _resets(world, task, args.resets)
             # CPU per call where the work is done: the world worker(s), the verifier server and its children.
-            before = sum(cpu_seconds(pid) for pid in world.pool.pids())
+            before = _workers_cpu_s(world)
             calls, call_errors = await _calls(session, args.calls, rng)
-            call_cpu_ms = (sum(cpu_seconds(pid) for pid in world.pool.pids()) - before) / max(1, args.calls) * 1000
+            call_cpu_ms = (_workers_cpu_s(world) - before) / max(1, args.calls) * 1000
             await session.verify("", [])  # starts the verifier server: not one of the verifications measured
             before = cpu_seconds(world.sandbox.pid, reaped=True)
             verifies = [(await session.verify("", [])).elapsed_ms for _ in range(args.verifies)]

@@ -30,7 +30,6 @@ import gc
 import importlib
 import json
 import os
-import queue
 import resource
 import signal
 import socket

@@ -3,6 +3,7 @@ the calls behind them start."""
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 from collections.abc import Callable
@@ -53,7 +54,7 @@ def test_calls_that_use_the_cpu_run_one_after_another_on_one_thread() -> None:
     assert threads.threads == 1 and threads.beside == 0
     order = sorted(log.starts, key=log.starts.__getitem__)
     assert order == [f"c{i}" for i in range(8)]  # in the order they were sent
-    assert all(log.starts[b] >= log.ends[a] for a, b in zip(order, order[1:], strict=False))
+    assert all(log.starts[b] >= log.ends[a] for a, b in itertools.pairwise(order))
 
 
 def test_a_sleeping_call_lets_the_calls_behind_it_run() -> None:
