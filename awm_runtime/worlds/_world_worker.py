@@ -72,6 +72,7 @@ PRELOAD = ("fastapi", "fastapi.responses", "fastapi.encoders", "fastapi.openapi.
 EPISODES = "episodes"  # a scenario directory's folder of episode DBs: all its worker may write once loaded
 _M_ARENA_MAX = -8
 CALL_THREADS = 32  # tool calls a worker runs at once; the pool starts another worker past LOAD_PENALTY
+FD_MARGIN = 8  # a worker near its descriptor limit: its own use (pipes, kept connections, threads) stays far below
 THREAD_STACK = 4 << 20  # 32 threads x 8 MiB (the default) would take a quarter of the address space limit
 
 
@@ -150,6 +151,11 @@ class Worker:
         if os.path.dirname(db) != self.episodes:  # not normalised first: a path with `..` or `.` is refused
             return {"ok": False, "error": f"episode DB {db} is outside this worker's directory"}
         reply = loop.run_until_complete(self.host.call(db, msg["tool"], msg.get("args") or {}))
+        if reply.get("status") == 500 and (short := descriptors_exhausted()):
+            # A 500 from a worker whose descriptors are used up is the scenario's doing (its code keeps files
+            # open; our own connections and threads stay far below the limit), not the agent's: a world fault.
+            return {"ok": False, "error": f"the scenario's code has used up its world worker's file descriptors "
+                                          f"({short}), so its handler could not open the episode's DB"}
         return {"ok": True, **reply}
 
     def _answer(self, msg: dict[str, Any], loop: asyncio.AbstractEventLoop) -> None:
@@ -208,6 +214,13 @@ def open_fds() -> set[int]:
             continue
         out.add(fd)
     return out
+
+
+def descriptors_exhausted() -> str:
+    """`N of LIMIT open` when this process is within `FD_MARGIN` descriptors of its limit, else ""."""
+    limit = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    used = len(open_fds())
+    return f"{used} of {limit} open" if used >= limit - FD_MARGIN else ""
 
 
 def blank_fds(fds: set[int]) -> int:

@@ -84,6 +84,18 @@ async def fill():
         for _ in range(100000):
             c.exec_driver_sql("INSERT INTO rows (name) VALUES (zeroblob(262144))")
             c.commit()
+
+
+LEAKED = []
+
+
+@app.post("/leak", operation_id="leak", summary="Keeps descriptors open until it may open no more")
+async def leak():
+    try:
+        while True:
+            LEAKED.append(os.dup(0))
+    except OSError:
+        return {"leaked": len(LEAKED)}
 '''
 # Its import writes a file beside the DB it imports against until the disk refuses.
 FILLER = FAULTY.replace("Faulty", "Filler") + '''
@@ -137,7 +149,9 @@ def write_faults_dataset(out: Path) -> Path:
         scenario_rows("Filling", FAULTY.replace("Faulty", "Filling"), tables=TABLE, inserts=SEED,
                       tasks=["Fill the disk.", "Add beside it."], code_verifiers={1: INITIAL_INTACT}),
         scenario_rows("Filler", FILLER, tables=TABLE, inserts=SEED, tasks=["Add 0.", "Add 1."],
-                      code_verifiers={0: INITIAL_INTACT, 1: INITIAL_INTACT}))
+                      code_verifiers={0: INITIAL_INTACT, 1: INITIAL_INTACT}),
+        scenario_rows("Leaking", FAULTY.replace("Faulty", "Leaking"), tables=TABLE, inserts=SEED,
+                      tasks=["Leak, then add."], code_verifiers={0: INITIAL_INTACT}))
     write_dataset(out, rows)
     solutions: list[dict[str, Any]] = [
         {"scenario": "Faulty", "task_idx": i, "steps": [{"tool": s, "arguments": {}} for s in FAULTY_TASKS[t][0]],
@@ -150,6 +164,9 @@ def write_faults_dataset(out: Path) -> Path:
     solutions += [{"scenario": sc, "task_idx": i, "steps": [{"tool": tool, "arguments": {}}], "final_answer": "done"}
                   for sc, tools in (("Filling", ["fill", "add"]), ("Filler", ["add", "add"]))
                   for i, tool in enumerate(tools)]
+    solutions += [{"scenario": "Leaking", "task_idx": 0, "steps": [{"tool": "leak", "arguments": {}},
+                                                                   {"tool": "add", "arguments": {}}],
+                   "final_answer": "done"}]
     (out / "solutions.json").write_text(json.dumps(solutions), encoding="utf-8")
     return out
 
@@ -220,6 +237,10 @@ def test_a_misbehaving_scenario_fails_only_its_own_episodes(user: str | None, ro
     for i in range(2):
         rec = recs[("filler", i)]
         assert rec["end_reason"] == "world_error" and "build and import filled its disk" in rec["error"]["message"]
+    # Its code used up its worker's descriptors, so its next handler answered 500: the world's fault, not the agent's.
+    leak = recs[("leaking", 0)]
+    assert leak["outcome"] == "error" and leak["end_reason"] == "world_error", leak["error"]
+    assert "used up its world worker's file descriptors" in leak["error"]["message"]
     bystander = [r for (sc, _), r in recs.items() if sc == "bystander"]
     assert len(bystander) == 6 and [r["error"] for r in bystander] == [None] * 6
 

@@ -8,6 +8,7 @@ import asyncio
 import contextlib
 import json
 import os
+import re
 import sqlite3
 import time
 from pathlib import Path
@@ -107,6 +108,18 @@ async def crash():
 @app.get("/exit", operation_id="exit_now", summary="Raises SystemExit")
 async def exit_now():
     raise SystemExit(4)
+
+
+LEAKED = []
+
+
+@app.post("/leak", operation_id="leak", summary="Keeps files open until its process may open no more")
+async def leak():
+    try:
+        while True:
+            LEAKED.append(os.dup(0))
+    except OSError:
+        return {"leaked": len(LEAKED)}
 
 
 @app.post("/fill", operation_id="fill", summary="Grows its episode's DB until the disk is full")
@@ -276,6 +289,30 @@ def running(pid: int) -> bool:
 
 def mounts(pid: int) -> str:
     return Path(f"/proc/{pid}/mountinfo").read_text()
+
+
+async def test_a_scenario_that_uses_up_its_descriptors_is_a_world_fault_not_the_agents(world: Any) -> None:
+    """Its next handler cannot open an episode's DB and answers 500: the agent did nothing wrong there, so the
+    call is a WorldError (its episode leaves the statistics), and the worker is replaced for the next episodes."""
+    task = next(t for t in world.tasks() if t.scenario == "faulty")
+    leaker = await world.open(task, episode_id="leaker")
+    leaked = json.loads((await leaker.call_tool(call("leak"))).text)["leaked"]
+    assert 100 < leaked < 256
+    opened, failure = [], None
+    for i in range(8):  # a call may land on the scenario's other worker, which leaked nothing
+        opened.append(await world.open(task, episode_id=f"victim{i}"))  # a fresh DB: no connection is kept for it
+        try:
+            assert json.loads((await opened[-1].call_tool(call("count"))).text) == {"rows": 1}
+        except WorldError as exc:
+            failure = exc
+            break
+    assert failure is not None
+    assert re.search(r"used up its world worker's file descriptors \(\d+ of 256 open\)", str(failure)), failure
+    fresh = await world.open(task, episode_id="fresh")  # the worker was replaced: the scenario serves again
+    assert json.loads((await fresh.call_tool(call("count"))).text) == {"rows": 1}
+    await bystanders_complete(world)
+    for s in (leaker, fresh, *opened):
+        await s.close()
 
 
 async def test_a_scenario_that_fills_its_disk_fails_its_own_episode(small_disk_world: Any) -> None:
