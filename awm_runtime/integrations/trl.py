@@ -82,7 +82,6 @@ class Rollouts:
         self._thread = threading.Thread(target=self._loop.run_forever, name="awm-rollouts", daemon=True)
         self._thread.start()
         self._writer: Any = None
-        self._tool_ids: set[str] = set()
         try:
             self._run(self._start(out))
         except BaseException:
@@ -245,7 +244,7 @@ class Rollouts:
     def _write(self, records: list[EpisodeRecord]) -> None:
         from awm_runtime.logs import new_tool_sets, record_line
 
-        self._writer.add_tools(new_tool_sets(records, self._tool_ids))
+        self._writer.add_tools(new_tool_sets(records, set()))  # the writer skips the sets it has written already
         self._writer.append(b"".join(record_line(r) for r in records))
 
     async def _sequence(self, record: EpisodeRecord) -> TokenSequence | None:

@@ -141,7 +141,6 @@ async def run(config: RunConfig, *, sinks: Sequence[Sink] = (), prepared: Prepar
     outcome: dict[str, Any] = {}
     cluster: RayCluster | None = None
 
-    tool_ids: set[str] = set()
     handed: set[tuple[str, str, int, int]] = set()  # keys of the units planned so far (groups plan as they go)
 
     def remember(units: Iterator[Unit]) -> Iterator[Unit]:
@@ -150,10 +149,9 @@ async def run(config: RunConfig, *, sinks: Sequence[Sink] = (), prepared: Prepar
             yield u
 
     def write(fresh: list[EpisodeRecord]) -> None:
-        sets = new_tool_sets(fresh, set(tool_ids))  # a set's line lands before any record naming it
-        writer.add_tools(sets)
+        # A set's line lands before any record naming it; the writer skips the sets it has written already.
+        writer.add_tools(new_tool_sets(fresh, set()))
         writer.append(b"".join(record_line(r) for r in fresh))
-        tool_ids.update(sets)  # only once written: a failed write leaves the set to the next record
 
     async def record(unit: Unit, records: list[EpisodeRecord]) -> None:
         fresh = [r for r in records if (r.arm, r.scenario, r.task_idx, r.repeat) not in done]
