@@ -9,6 +9,7 @@ any number of episodes.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import functools
 import gc
@@ -50,6 +51,26 @@ def release_db(db_path: str) -> None:
         record.close()
 
 
+def keep_within(open_files: int) -> None:
+    """Keep no more idle connections than a process allowed `open_files` descriptors has room for: the rest
+    (pipes, call threads' connections, the scenario's own files) gets 256."""
+    global IDLE_CONNECTIONS
+    IDLE_CONNECTIONS = max(16, min(IDLE_CONNECTIONS, open_files - 256))
+
+
+def drop_unlinked() -> int:
+    """Close the kept connections whose episode DB was removed (its episode ended); return how many. An open
+    connection would keep the removed file's pages, which count against its scenario's disk quota."""
+    with _POOL_LOCK:
+        keys = list(_IDLE)
+    gone = [k for k in keys if not os.path.exists(k[1])]
+    with _POOL_LOCK:
+        records = [_IDLE.pop(k) for k in gone if k in _IDLE]
+    for record in records:
+        record.close()
+    return len(records)
+
+
 def _connect_current() -> sqlite3.Connection:
     conn = sqlite3.connect(CURRENT_DB.get(), check_same_thread=False)
     # An episode DB is disposable: if its worker dies mid-write the episode ends anyway, so the
@@ -64,8 +85,12 @@ def _connect_current() -> sqlite3.Connection:
 
 # Idle connections kept across tool calls, per (engine pool, episode DB): a new SQLite connection
 # costs a connect plus a parse of the whole schema (~0.3 ms with 20 tables) on its first statement.
+# The runtime sends an episode's calls to the worker that served its last one, so a worker keeps one for
+# each episode it serves (bounded LRU), each shrunk to its parsed schema between calls (~64 KiB instead of
+# ~135), and closes those whose DB file is gone (`drop_unlinked`): the episode has ended.
 _IDLE: OrderedDict[tuple[int, str], Any] = OrderedDict()
-IDLE_CONNECTIONS = 64
+IDLE_CONNECTIONS = 1024
+SWEEP_S = 2.0  # how often a world worker closes the kept connections of ended episodes
 _CHECKED_OUT: dict[str, int] = {}  # episode DB -> connections handed out and not yet returned
 _POOL_LOCK = threading.Lock()  # tool calls run on several threads of a world worker
 
@@ -92,6 +117,9 @@ def episode_pool_class() -> type:
         def _do_return_conn(self, record: Any) -> None:
             key = record.info.get("awm_key")
             closing = []
+            if key is not None and record.dbapi_connection is not None:
+                with contextlib.suppress(sqlite3.Error):  # keep its parsed schema, free its page cache
+                    record.dbapi_connection.execute("PRAGMA shrink_memory")
             with _POOL_LOCK:
                 if key is not None:
                     _CHECKED_OUT[key[1]] = _CHECKED_OUT.get(key[1], 1) - 1

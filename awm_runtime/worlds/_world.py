@@ -478,6 +478,7 @@ class AwmSession:
         if self._closed:
             return
         self._closed = True
+        self._world.pool.release(self.worker_db)
         for path in (self.db, self.db.with_name(self.db.name + "-journal")):
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()

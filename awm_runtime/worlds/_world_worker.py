@@ -62,7 +62,7 @@ from awm_runtime.isolation._mounts import (
 from awm_runtime.worlds._call_threads import CallThreads
 from awm_runtime.worlds._dbbuild import build_database
 from awm_runtime.worlds._format import ScenarioSource, TableDef
-from awm_runtime.worlds._host import ScenarioHost
+from awm_runtime.worlds._host import SWEEP_S, ScenarioHost, drop_unlinked, keep_within
 
 # What generated FastAPI apps import: loaded once in the zygote, so a worker imports little.
 PRELOAD = ("fastapi", "fastapi.responses", "fastapi.encoders", "fastapi.openapi.utils", "pydantic", "sqlalchemy",
@@ -114,6 +114,7 @@ class Worker:
         narrow(self.final, unsafe=self.unsafe)
         swept = blank_fds(open_fds() - before)
         self.host = host
+        threading.Thread(target=_sweep_connections, daemon=True, name="connection-sweep").start()
         return {"ok": True, "tools": host.tools, "fds_swept": swept}
 
     def _template(self, msg: dict[str, Any]) -> Path:
@@ -203,6 +204,14 @@ class Worker:
             self.send({**reply, "id": rid})
 
 
+def _sweep_connections() -> None:
+    """Every `SWEEP_S`, close the kept connections of episodes that have ended (their DB file is gone)."""
+    while True:
+        time.sleep(SWEEP_S)
+        with contextlib.suppress(Exception):
+            drop_unlinked()
+
+
 def open_fds() -> set[int]:
     """The descriptors open in this process, found without /proc (which confined code cannot read)."""
     limit = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
@@ -258,6 +267,7 @@ def _worker_main(fds: tuple[int, int, int], spec: dict[str, Any], zygote: int, u
     limits = Limits(**spec["limits"])
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     confine(Confinement(limits, creatable=(str(directory),), threads=True), unsafe=unsafe)
+    keep_within(resource.getrlimit(resource.RLIMIT_NOFILE)[0])
     final = Confinement(limits, readable=(str(directory),), writable=(str(episodes),), threads=True)
     threading.stack_size(THREAD_STACK)
     loop = asyncio.new_event_loop()  # its self-pipe socketpair is made now, before scenario code

@@ -25,6 +25,7 @@ import asyncio
 import contextlib
 import itertools
 import os
+import resource
 import signal
 import time
 from collections import deque
@@ -35,6 +36,7 @@ from typing import Any
 from awm_runtime._errors import WorldError
 from awm_runtime._log import get_logger
 from awm_runtime.isolation import MAX_FRAME, FrameError, encode, read_frame
+from awm_runtime.worlds._host import IDLE_CONNECTIONS
 from awm_runtime.worlds._world_worker import CALL_THREADS, EPISODES
 from awm_runtime.worlds._world_zygote import Zygote, exit_text, reap_later
 
@@ -46,6 +48,7 @@ log = get_logger("awm_runtime.worlds")
 # with shared workers: an oracle run of 100 scenarios at 32 episodes in flight imported 1.8 times per
 # scenario with a penalty of 8, 1.0 with 64.)
 LOAD_PENALTY = 64
+OPEN_FILES = IDLE_CONNECTIONS + 256  # a world worker's descriptors: its episodes' kept connections, and the rest
 RECYCLE_CPU_SHARE = 0.8  # a worker that has used this share of its CPU limit is replaced between requests
 FULL_BYTES = 1 << 20  # a scenario's tmpfs with less free is full: a failure in it is blamed on its quota
 SUSPECTS = 8  # calls of a scenario run again at once, each alone in a worker of its own, after a worker died
@@ -53,6 +56,12 @@ SUSPECTS = 8  # calls of a scenario run again at once, each alone in a worker of
 
 def default_workers() -> int:
     return max(2, min(8, os.cpu_count() or 2))
+
+
+def _hard_open_files() -> int:
+    """This process's hard open-file limit: a worker cannot raise its own past it."""
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    return OPEN_FILES if hard == resource.RLIM_INFINITY else int(hard)
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,7 +129,7 @@ class _WorldWorker:
         o = self.pool.options
         pid, (req_w, rep_r, err_r) = await self.pool.zygote.spawn({
             "dir": str(directory), "limits": {"memory_mb": o.memory_mb, "cpu_s": o.cpu_s, "file_mb": o.file_mb,
-                                              "open_files": 256}})
+                                              "open_files": min(OPEN_FILES, _hard_open_files())}})
         loop = asyncio.get_running_loop()
         reader = asyncio.StreamReader(limit=MAX_FRAME, loop=loop)
         await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(rep_r, "rb", 0))
@@ -350,6 +359,7 @@ class WorldWorkerPool:
         self._specs: dict[str, LoadSpec] = {}
         self._quarantine: dict[str, asyncio.Semaphore] = {}
         self._suspects: dict[str, set[_WorldWorker]] = {}
+        self._homes: dict[str, _WorldWorker] = {}  # episode DB -> the worker that keeps its connection
         self._scratch_ids = itertools.count(1)
         self._dirs: dict[str, str] = {}  # scenario -> its directory, as its workers see it
         self._mounts: dict[str, str] = {}  # scenario -> where this process reaches its tmpfs (its disk quota)
@@ -428,10 +438,13 @@ class WorldWorkerPool:
                 "template": os.path.join(self.directory(scenario), name),
                 "foreign_keys": spec.foreign_keys, "validate_arguments": self.options.validate_arguments}
 
-    def _pick(self, scenario: str) -> _WorldWorker:
+    def _pick(self, scenario: str, db: str | None = None) -> _WorldWorker:
         slots = self.workers.setdefault(scenario, [])
         usable = [w for w in slots if w.usable]
         best = min(usable, key=lambda w: w.queued, default=None)
+        home = self._homes.get(db) if db is not None else None
+        if home is not None and best is not None and home in usable and home.queued < best.queued + LOAD_PENALTY:
+            return home  # it keeps the episode's connection: no connect and schema parse (~0.5 ms)
         if best is None or (best.queued >= LOAD_PENALTY and len(usable) < self.replicas):
             self._make_room()
             best = _WorldWorker(self, scenario)
@@ -468,7 +481,9 @@ class WorldWorkerPool:
         ok=false ends the worker (a call's: once its other calls have ended) and raises WorldError, or is returned
         if not `check`."""
         for _ in range(8):
-            w = self._suspect_worker(scenario) if suspect else self._pick(scenario)
+            w = self._suspect_worker(scenario) if suspect else self._pick(scenario, msg.get("db"))
+            if msg["op"] == "call" and not suspect:
+                self._homes[msg["db"]] = w
             w.queued += 1
             try:
                 reply = await w.request(msg, limit_s, what, load=msg["op"] != "build")
@@ -530,6 +545,11 @@ class WorldWorkerPool:
             log.info("world_call_run_again", scenario=scenario, tool=tool, why=str(exc)[:200])
             async with self._quarantine.setdefault(scenario, asyncio.Semaphore(SUSPECTS)):
                 return await self._request(scenario, msg, self.options.tool_timeout_s, what, suspect=True)
+
+    def release(self, db: str) -> None:
+        """The episode of `db` has ended: its calls need no particular worker (the worker closes its connection
+        once the file is gone)."""
+        self._homes.pop(db, None)
 
     def evict(self, scenario: str) -> None:
         """The world will not call `scenario` again unless it builds it anew: stop its workers (their

@@ -20,6 +20,7 @@ from awm_runtime._errors import WorldError
 from awm_runtime._types import ToolCall
 from awm_runtime.worlds import WorldOptions, load_worlds
 from awm_runtime.worlds._pack import merge_rows, scenario_rows, write_dataset
+from awm_runtime.worlds._world_worker_pool import OPEN_FILES
 
 FAULTY = '''import mmap, os, sqlite3, stat, time
 from fastapi import FastAPI, Query
@@ -297,7 +298,7 @@ async def test_a_scenario_that_uses_up_its_descriptors_is_a_world_fault_not_the_
     task = next(t for t in world.tasks() if t.scenario == "faulty")
     leaker = await world.open(task, episode_id="leaker")
     leaked = json.loads((await leaker.call_tool(call("leak"))).text)["leaked"]
-    assert 100 < leaked < 256
+    assert 100 < leaked < OPEN_FILES
     opened, failure = [], None
     for i in range(8):  # a call may land on the scenario's other worker, which leaked nothing
         opened.append(await world.open(task, episode_id=f"victim{i}"))  # a fresh DB: no connection is kept for it
@@ -307,7 +308,8 @@ async def test_a_scenario_that_uses_up_its_descriptors_is_a_world_fault_not_the_
             failure = exc
             break
     assert failure is not None
-    assert re.search(r"used up its world worker's file descriptors \(\d+ of 256 open\)", str(failure)), failure
+    pattern = rf"used up its world worker's file descriptors \(\d+ of {OPEN_FILES} open\)"
+    assert re.search(pattern, str(failure)), failure
     fresh = await world.open(task, episode_id="fresh")  # the worker was replaced: the scenario serves again
     assert json.loads((await fresh.call_tool(call("count"))).text) == {"rows": 1}
     await bystanders_complete(world)

@@ -178,3 +178,46 @@ def test_fast_json_rendering_is_exactly_pythons() -> None:
         body = json.dumps(value(), ensure_ascii=False, separators=(",", ":")).encode()
         assert pretty_json(body) == json.dumps(json.loads(body), indent=2, ensure_ascii=False), body
     assert pretty_json(b'{"a": NaN}') == '{\n  "a": NaN\n}' and pretty_json(b"not json") is None
+
+
+async def test_a_kept_connection_is_shrunk_between_calls_and_closed_once_its_db_is_gone(tmp_path: Any,
+                                                                                         tiny_dir: Any) -> None:
+    """A world worker keeps each episode's connection between its calls (no reconnect and schema parse), and
+    closes it when the episode's DB file is removed: the file's pages would count against the scenario's quota."""
+    import shutil
+
+    from awm_runtime.worlds import _host, load_dataset
+    from awm_runtime.worlds._dbbuild import build_database
+
+    sc = load_dataset(tiny_dir).source("tiny_notes")
+    template = tmp_path / "template.db"
+    build_database(sc, template)
+    host = ScenarioHost("tiny_keep", sc.full_code, import_db=str(template))
+    await host.start()
+    host.release_import_db()
+    episodes = [tmp_path / f"ep{i}.db" for i in range(3)]
+    for db in episodes:
+        shutil.copyfile(template, db)
+        assert not (await host.call(str(db), "create_note", {"title": "A", "body": "b"}))["is_error"]
+    kept = {k[1] for k in _host._IDLE}
+    assert {str(db) for db in episodes} <= kept
+    first = next(r for k, r in _host._IDLE.items() if k[1] == str(episodes[0]))
+    again = await host.call(str(episodes[0]), "list_notes", {"title": "A"})
+    assert '"title": "A"' in again["text"]
+    assert next(r for k, r in _host._IDLE.items() if k[1] == str(episodes[0])) is first  # the same connection
+    episodes[1].unlink()
+    assert _host.drop_unlinked() == 1
+    assert str(episodes[1]) not in {k[1] for k in _host._IDLE} and str(episodes[0]) in {k[1] for k in _host._IDLE}
+    assert _host.drop_unlinked() == 0
+
+
+def test_a_worker_keeps_no_more_connections_than_its_descriptors_allow(monkeypatch: Any) -> None:
+    from awm_runtime.worlds import _host
+
+    monkeypatch.setattr(_host, "IDLE_CONNECTIONS", 1024)
+    _host.keep_within(1280)
+    assert _host.IDLE_CONNECTIONS == 1024
+    _host.keep_within(512)  # a lower hard limit: 256 stay for pipes, call threads and the scenario's own files
+    assert _host.IDLE_CONNECTIONS == 256
+    _host.keep_within(100)
+    assert _host.IDLE_CONNECTIONS == 16

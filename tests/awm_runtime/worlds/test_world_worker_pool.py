@@ -151,3 +151,40 @@ async def test_world_workers_and_their_zygote_run_below_the_runtime(trap_dir: An
         await session.close()
     finally:
         await world.aclose()
+
+
+def test_an_episode_s_calls_go_back_to_the_worker_that_keeps_its_connection() -> None:
+    """Unless that worker is `LOAD_PENALTY` calls busier than the least loaded one, or no longer takes calls."""
+    from types import SimpleNamespace
+
+    from awm_runtime.worlds._world_worker_pool import LOAD_PENALTY, PoolOptions, WorldWorkerPool
+
+    pool = WorldWorkerPool(PoolOptions(workers=2))
+    a, b = SimpleNamespace(usable=True, queued=0), SimpleNamespace(usable=True, queued=0)
+    pool.workers["s"] = [a, b]  # type: ignore[list-item]
+    assert pool._pick("s", "ep1.db") is a  # no home yet: the least loaded
+    pool._homes["ep1.db"] = b  # type: ignore[assignment]
+    assert pool._pick("s", "ep1.db") is b
+    b.queued = LOAD_PENALTY - 1
+    assert pool._pick("s", "ep1.db") is b
+    b.queued = LOAD_PENALTY
+    assert pool._pick("s", "ep1.db") is a
+    b.queued, b.usable = 0, False  # it retires: its connections go with it
+    assert pool._pick("s", "ep1.db") is a
+    pool.release("ep1.db")
+    assert "ep1.db" not in pool._homes
+
+
+async def test_a_session_s_calls_record_their_worker_and_its_close_forgets_it(trap_dir: Any) -> None:
+    world = load_worlds(trap_dir, options=WorldOptions(workers=2, tool_timeout_s=20))
+    try:
+        session = await world.open(trap_task(world), episode_id="home")
+        await session.call_tool(call("echo", {"tag": "a"}))
+        home = world.pool._homes[session.worker_db]
+        assert home in world.pool.workers["trap"]
+        await session.call_tool(call("echo", {"tag": "b"}))
+        assert world.pool._homes[session.worker_db] is home
+        await session.close()
+        assert session.worker_db not in world.pool._homes
+    finally:
+        await world.aclose()
