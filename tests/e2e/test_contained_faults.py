@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from awm_runtime.worlds._pack import merge_rows, scenario_rows, write_dataset
+from tests.awm_runtime.worlds.test_fault_isolation import LEAK
 from tests.e2e.test_hostile import USER, _as_user, _ensure_user
 
 TIMEOUT_S = 2.0
@@ -84,19 +85,7 @@ async def fill():
         for _ in range(100000):
             c.exec_driver_sql("INSERT INTO rows (name) VALUES (zeroblob(262144))")
             c.commit()
-
-
-LEAKED = []
-
-
-@app.post("/leak", operation_id="leak", summary="Keeps descriptors open until it may open no more")
-async def leak():
-    try:
-        while True:
-            LEAKED.append(os.dup(0))
-    except OSError:
-        return {"leaked": len(LEAKED)}
-'''
+''' + LEAK
 # Its import writes a file beside the DB it imports against until the disk refuses.
 FILLER = FAULTY.replace("Faulty", "Filler") + '''
 try:

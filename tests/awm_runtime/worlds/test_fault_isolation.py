@@ -111,18 +111,6 @@ async def exit_now():
     raise SystemExit(4)
 
 
-LEAKED = []
-
-
-@app.post("/leak", operation_id="leak", summary="Keeps files open until its process may open no more")
-async def leak():
-    try:
-        while True:
-            LEAKED.append(os.dup(0))
-    except OSError:
-        return {"leaked": len(LEAKED)}
-
-
 @app.post("/fill", operation_id="fill", summary="Grows its episode's DB until the disk is full")
 async def fill():
     with engine.connect() as c:
@@ -130,6 +118,21 @@ async def fill():
             c.exec_driver_sql("INSERT INTO rows (name) VALUES (zeroblob(262144))")
             c.commit()
 '''
+# A route that keeps descriptors open until its process may open no more (FAULTY's and tests/e2e's scenarios).
+LEAK = '''
+
+LEAKED = []
+
+
+@app.post("/leak", operation_id="leak", summary="Keeps descriptors open until it may open no more")
+async def leak():
+    try:
+        while True:
+            LEAKED.append(os.dup(0))
+    except OSError:
+        return {"leaked": len(LEAKED)}
+'''
+FAULTY += LEAK
 # Its import writes a file beside the DB it imports against until the disk refuses.
 FILLER = FAULTY + '''
 try:
