@@ -86,8 +86,8 @@ def _connect_current() -> sqlite3.Connection:
 # Idle connections kept across tool calls, per (engine pool, episode DB): a new SQLite connection
 # costs a connect plus a parse of the whole schema (~0.3 ms with 20 tables) on its first statement.
 # The runtime sends an episode's calls to the worker that served its last one, so a worker keeps one for
-# each episode it serves (bounded LRU), each shrunk to its parsed schema between calls (~64 KiB instead of
-# ~135), and closes those whose DB file is gone (`drop_unlinked`): the episode has ended.
+# each episode it serves (bounded LRU), each shrunk to its parsed schema between calls (50-64 KiB instead
+# of ~135), and closes those whose DB file is gone (`drop_unlinked`): the episode has ended.
 _IDLE: OrderedDict[tuple[int, str], Any] = OrderedDict()
 IDLE_CONNECTIONS = 1024
 SWEEP_S = 2.0  # how often a world worker closes the kept connections of ended episodes
