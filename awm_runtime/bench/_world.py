@@ -219,7 +219,7 @@ def _report(args: argparse.Namespace, sc: Any, cold_ms: float, resets: list[floa
         ["verify p50 (code mode)", f"{verify['p50']:.1f} ms", "p50 <= 10 ms"],
         [f"burst of {memory['burst']['calls']} calls at once", f"{memory['burst']['drain_s']} s, "
          f"{memory['burst']['cpu_ms']} ms world CPU a call", ""],
-        ["the same sessions again, at once", f"{memory['burst_again']['drain_s']} s, "
+        ["second burst, same sessions", f"{memory['burst_again']['drain_s']} s, "
          f"{memory['burst_again']['cpu_ms']} ms world CPU a call", "connections kept"],
         ["memory per live session", f"{memory['per_session_kib']} KiB", ""],
         [f"live sessions held ({memory['sessions']})", "all answered" if memory["all_answered"] else "FAILED",

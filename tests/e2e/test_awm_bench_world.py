@@ -33,7 +33,7 @@ def test_world_bench_smoke() -> None:
     assert "burst of 40 calls at once" in proc.stderr
     again = result["memory"]["burst_again"]  # the next turn: each episode's connection kept in its worker
     assert again["calls"] == 40 and again["drain_s"] > 0 and 19 <= again["cpu_ms"] < 200
-    assert "the same sessions again, at once" in proc.stderr
+    assert "second burst, same sessions" in proc.stderr
     assert result["crash_isolation"] == {"episodes": 16, "errors": 1, "error_is_world_error": True, "others_ok": True}
     assert "reset p50 / p95" in proc.stderr  # the table
     # It prints only what it measured: no peer figures from constants (docs/worlds.md has them, sourced).
