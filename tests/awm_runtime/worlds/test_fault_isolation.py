@@ -435,3 +435,27 @@ async def test_an_opener_cancelled_while_its_scenario_gets_its_disk_leaves_the_w
         await by.close()
     finally:
         await world.aclose()
+
+
+async def test_an_ended_episode_s_kept_connection_is_closed_and_its_disk_given_back(small_disk_world: Any) -> None:
+    """A worker keeps each episode's connection between calls. Once the episode closes (its DB removed), the
+    worker's sweep closes that connection within `SWEEP_S`: until then the removed file's pages stay allocated
+    in the scenario's tmpfs, which is its disk quota."""
+    from awm_runtime.worlds._host import SWEEP_S
+
+    world = small_disk_world
+    session = (await sessions(world, "bystander", 1))[0]
+    assert json.loads((await session.call_tool(call("count"))).text) == {"rows": 1}  # its worker keeps the connection
+    disk = os.path.dirname(session.db)  # the scenario's tmpfs, reached through a descriptor
+
+    def used() -> int:
+        st = os.statvfs(disk)
+        return st.f_blocks - st.f_bfree
+
+    before = used()
+    file_blocks = -(-os.stat(session.db).st_size // os.statvfs(disk).f_frsize)
+    await session.close()
+    deadline = time.monotonic() + 3 * SWEEP_S
+    while used() > before - file_blocks and time.monotonic() < deadline:  # noqa: ASYNC110 - polling the kernel
+        await asyncio.sleep(0.1)
+    assert used() <= before - file_blocks, "the ended episode's DB still holds its disk"
