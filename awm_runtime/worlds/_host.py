@@ -53,9 +53,9 @@ def release_db(db_path: str) -> None:
 
 def keep_within(open_files: int) -> None:
     """Keep no more idle connections than a process allowed `open_files` descriptors has room for: the rest
-    (pipes, call threads' connections, the scenario's own files) gets 256."""
+    (pipes, call threads' connections, the scenario's own files) gets `SPARE_FILES`."""
     global IDLE_CONNECTIONS
-    IDLE_CONNECTIONS = max(16, min(IDLE_CONNECTIONS, open_files - 256))
+    IDLE_CONNECTIONS = max(16, min(IDLE_CONNECTIONS, open_files - SPARE_FILES))
 
 
 def drop_unlinked() -> int:
@@ -90,6 +90,7 @@ def _connect_current() -> sqlite3.Connection:
 # of ~135), and closes those whose DB file is gone (`drop_unlinked`): the episode has ended.
 _IDLE: OrderedDict[tuple[int, str], Any] = OrderedDict()
 IDLE_CONNECTIONS = 1024
+SPARE_FILES = 256  # a world worker's descriptors beside its kept connections
 SWEEP_S = 2.0  # how often a world worker closes the kept connections of ended episodes
 _CHECKED_OUT: dict[str, int] = {}  # episode DB -> connections handed out and not yet returned
 _POOL_LOCK = threading.Lock()  # tool calls run on several threads of a world worker

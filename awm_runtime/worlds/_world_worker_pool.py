@@ -36,7 +36,7 @@ from typing import Any
 from awm_runtime._errors import WorldError
 from awm_runtime._log import get_logger
 from awm_runtime.isolation import MAX_FRAME, FrameError, encode, read_frame
-from awm_runtime.worlds._host import IDLE_CONNECTIONS
+from awm_runtime.worlds._host import IDLE_CONNECTIONS, SPARE_FILES
 from awm_runtime.worlds._world_worker import CALL_THREADS, EPISODES
 from awm_runtime.worlds._world_zygote import Zygote, exit_text, reap_later
 
@@ -48,7 +48,7 @@ log = get_logger("awm_runtime.worlds")
 # with shared workers: an oracle run of 100 scenarios at 32 episodes in flight imported 1.8 times per
 # scenario with a penalty of 8, 1.0 with 64.)
 LOAD_PENALTY = 64
-OPEN_FILES = IDLE_CONNECTIONS + 256  # a world worker's descriptors: its episodes' kept connections, and the rest
+OPEN_FILES = IDLE_CONNECTIONS + SPARE_FILES  # a world worker: its episodes' kept connections, and the rest
 RECYCLE_CPU_SHARE = 0.8  # a worker that has used this share of its CPU limit is replaced between requests
 FULL_BYTES = 1 << 20  # a scenario's tmpfs with less free is full: a failure in it is blamed on its quota
 SUSPECTS = 8  # calls of a scenario run again at once, each alone in a worker of its own, after a worker died
