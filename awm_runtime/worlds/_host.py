@@ -72,7 +72,9 @@ def drop_unlinked() -> int:
 
 
 def _connect_current() -> sqlite3.Connection:
-    conn = sqlite3.connect(CURRENT_DB.get(), check_same_thread=False)
+    # mode=rw: an episode DB that is gone (its episode ended while a call was on its way) is an error, not a new
+    # empty file that would hold its scenario's disk until the worker exits.
+    conn = sqlite3.connect(f"file:{quote(CURRENT_DB.get())}?mode=rw", uri=True, check_same_thread=False)
     # An episode DB is disposable: if its worker dies mid-write the episode ends anyway, so the
     # rollback journal can live in memory and nothing needs syncing.
     conn.execute("PRAGMA journal_mode=MEMORY")

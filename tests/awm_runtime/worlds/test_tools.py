@@ -221,3 +221,20 @@ def test_a_worker_keeps_no_more_connections_than_its_descriptors_allow(monkeypat
     assert _host.IDLE_CONNECTIONS == 256
     _host.keep_within(100)
     assert _host.IDLE_CONNECTIONS == 16
+
+
+async def test_a_call_on_an_ended_episode_s_db_creates_no_file(tmp_path: Any, tiny_dir: Any) -> None:
+    """A call that reaches a worker after its episode's DB was removed fails; it does not leave a new empty DB
+    behind, which would hold its scenario's disk (and a kept connection) until the worker exits."""
+    from awm_runtime.worlds import load_dataset
+    from awm_runtime.worlds._dbbuild import build_database
+
+    sc = load_dataset(tiny_dir).source("tiny_notes")
+    template = tmp_path / "template.db"
+    build_database(sc, template)
+    host = ScenarioHost("tiny_gone", sc.full_code, import_db=str(template))
+    await host.start()
+    host.release_import_db()
+    gone = tmp_path / "gone.db"
+    failed = await host.call(str(gone), "create_note", {"title": "A", "body": "b"})
+    assert failed["is_error"] and failed["status"] == 500 and not gone.exists()
