@@ -180,21 +180,29 @@ def test_fast_json_rendering_is_exactly_pythons() -> None:
     assert pretty_json(b'{"a": NaN}') == '{\n  "a": NaN\n}' and pretty_json(b"not json") is None
 
 
+async def started_tiny_host(name: str, tmp_path: Any, tiny_dir: Any) -> tuple[ScenarioHost, Any]:
+    """The tiny notes scenario imported in this process as a world worker imports it: (host, its template DB)."""
+    from awm_runtime.worlds import load_dataset
+    from awm_runtime.worlds._dbbuild import build_database
+
+    sc = load_dataset(tiny_dir).source("tiny_notes")
+    template = tmp_path / "template.db"
+    build_database(sc, template)
+    host = ScenarioHost(name, sc.full_code, import_db=str(template))
+    await host.start()
+    host.release_import_db()
+    return host, template
+
+
 async def test_a_kept_connection_is_shrunk_between_calls_and_closed_once_its_db_is_gone(tmp_path: Any,
                                                                                          tiny_dir: Any) -> None:
     """A world worker keeps each episode's connection between its calls (no reconnect and schema parse), and
     closes it when the episode's DB file is removed: the file's pages would count against the scenario's quota."""
     import shutil
 
-    from awm_runtime.worlds import _host, load_dataset
-    from awm_runtime.worlds._dbbuild import build_database
+    from awm_runtime.worlds import _host
 
-    sc = load_dataset(tiny_dir).source("tiny_notes")
-    template = tmp_path / "template.db"
-    build_database(sc, template)
-    host = ScenarioHost("tiny_keep", sc.full_code, import_db=str(template))
-    await host.start()
-    host.release_import_db()
+    host, template = await started_tiny_host("tiny_keep", tmp_path, tiny_dir)
     episodes = [tmp_path / f"ep{i}.db" for i in range(3)]
     for db in episodes:
         shutil.copyfile(template, db)
@@ -226,15 +234,7 @@ def test_a_worker_keeps_no_more_connections_than_its_descriptors_allow(monkeypat
 async def test_a_call_on_an_ended_episode_s_db_creates_no_file(tmp_path: Any, tiny_dir: Any) -> None:
     """A call that reaches a worker after its episode's DB was removed fails; it does not leave a new empty DB
     behind, which would hold its scenario's disk (and a kept connection) until the worker exits."""
-    from awm_runtime.worlds import load_dataset
-    from awm_runtime.worlds._dbbuild import build_database
-
-    sc = load_dataset(tiny_dir).source("tiny_notes")
-    template = tmp_path / "template.db"
-    build_database(sc, template)
-    host = ScenarioHost("tiny_gone", sc.full_code, import_db=str(template))
-    await host.start()
-    host.release_import_db()
+    host, _ = await started_tiny_host("tiny_gone", tmp_path, tiny_dir)
     gone = tmp_path / "gone.db"
     failed = await host.call(str(gone), "create_note", {"title": "A", "body": "b"})
     assert failed["is_error"] and failed["status"] == 500 and not gone.exists()
