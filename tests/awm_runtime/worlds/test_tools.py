@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from enum import StrEnum
+from os import PathLike
 from typing import Annotated, Any
 
 import pytest
@@ -118,14 +119,7 @@ def test_result_texts_match_fastapi_mcp() -> None:
 
 async def test_host_calls_validate_route_and_render(tmp_path: Any, tiny_dir: Any) -> None:
     """In-process host on a copy of the tiny DB (the worker does exactly this)."""
-    from awm_runtime.worlds import load_dataset
-    from awm_runtime.worlds._dbbuild import build_database
-
-    sc = load_dataset(tiny_dir).source("tiny_notes")
-    db = tmp_path / "tiny.db"
-    build_database(sc, db)
-    host = ScenarioHost("tiny_test", sc.full_code, import_db=str(db))
-    await host.start()
+    host, db = await started_tiny_host("tiny_test", tmp_path, tiny_dir)
     made = await host.call(str(db), "create_note", {"title": "A", "body": "b"})
     assert not made["is_error"] and '"title": "A"' in made["text"]
     found = await host.call(str(db), "list_notes", {"title": "A"})
@@ -180,7 +174,7 @@ def test_fast_json_rendering_is_exactly_pythons() -> None:
     assert pretty_json(b'{"a": NaN}') == '{\n  "a": NaN\n}' and pretty_json(b"not json") is None
 
 
-async def started_tiny_host(name: str, tmp_path: Any, tiny_dir: Any) -> tuple[ScenarioHost, Any]:
+async def started_tiny_host(name: str, tmp_path: Any, tiny_dir: Any) -> tuple[ScenarioHost, PathLike[str]]:
     """The tiny notes scenario imported in this process as a world worker imports it: (host, its template DB)."""
     from awm_runtime.worlds import load_dataset
     from awm_runtime.worlds._dbbuild import build_database
