@@ -71,6 +71,22 @@ async def count():
     return {"rows": n}
 
 
+def attach_through_the_routed_connection():
+    # The episode's own connection opens in URI mode: ATTACH takes URIs there, to the template and to a new file.
+    with engine.connect() as c:
+        for uri in (f"file:{DB}?mode=rw", f"file:{os.path.dirname(DB)}/new.db?mode=rwc",
+                    "file:/tmp/escape.db?mode=rwc"):
+            try:
+                c.exec_driver_sql(f"ATTACH '{uri}' AS t")
+                c.exec_driver_sql("CREATE TABLE IF NOT EXISTS t.rows (name TEXT)")
+                c.exec_driver_sql("INSERT INTO t.rows (name) VALUES ('poison')")
+                c.commit()
+                return f"done: {uri}"
+            except Exception:
+                c.rollback()
+    raise PermissionError("every ATTACH refused")
+
+
 @app.post("/poison", operation_id="poison", summary="Rewrite the template every way it can")
 async def poison():
     def sql():
@@ -84,6 +100,7 @@ async def poison():
         "reopen": attempt(lambda: os.close(os.open(DB, os.O_RDWR))),
         "proc_fd": attempt(reopen_via_proc),
         "attach": attempt(lambda: sqlite3.connect(":memory:").execute(f"ATTACH '{DB}' AS t")),
+        "attach_uri": attempt(attach_through_the_routed_connection),
     }
     return out
 
@@ -247,7 +264,7 @@ async def test_a_template_cannot_be_changed_by_the_code_that_imported_against_it
     # Every route is refused by the OS (the descriptors from the import now point at /dev/null), except the
     # shared mapping, which now writes into the deleted build copy: nothing any episode or verifier reads.
     assert {k: v.split(":")[0] for k, v in attempts.items() if k not in ("mmap", "proc_fd")} == dict.fromkeys(
-        ["fd", "dup", "sqlite", "reopen", "attach"], "blocked"), attempts
+        ["fd", "dup", "sqlite", "reopen", "attach", "attach_uri"], "blocked"), attempts
     assert attempts["proc_fd"] in ("blocked: PermissionError", "done: a character device"), attempts  # /dev/null
     fresh = (await sessions(world, "faulty", 1))[0]
     assert json.loads((await fresh.call_tool(call("count"))).text) == {"rows": 1}
