@@ -191,7 +191,7 @@ async def _measure(prep: Any, server_pid: int | None) -> tuple[dict[str, Any], l
 
     async def sample() -> None:
         while True:
-            shard_rss, other_rss = peaks.shards_rss_mib, peaks.other_rss_mib  # scanned in the peaks thread
+            shard_rss, other_rss = peaks.shards_rss_mib, peaks.other_rss_mib  # the sampler's last pass
             samples.append({"t": time.monotonic() - started, "finished": progress.recorded, "cpu": cpu_s(),
                             "in_flight": progress.in_flight, "rss": rss_mib(), "children_rss": shard_rss,
                             "other_rss": other_rss})
@@ -204,8 +204,8 @@ async def _measure(prep: Any, server_pid: int | None) -> tuple[dict[str, Any], l
         sampler.cancel()
         await asyncio.to_thread(peaks.stop)
     result.summary["bench_peaks"] = peaks.to_dict()
-    # The peaks thread's /proc scans are the bench's own CPU, not the runtime's.
-    cpu = {"self": cpu_s() - cpu0["self"] - peaks.cpu_s, "children": cpu_s(-1) - cpu0["children"],
+    # The sampler's /proc scans are the bench's own CPU: a reaped child of this process, not a world's.
+    cpu = {"self": cpu_s() - cpu0["self"], "children": cpu_s(-1) - cpu0["children"] - peaks.cpu_s,
            "server": (cpu_seconds(server_pid) - cpu0["server"]) if server_pid else 0.0}
     return result.summary, samples, base_rss, cpu
 

@@ -7,8 +7,11 @@ the longest episode's model time (its calls x the latency), the least any runtim
 
 from __future__ import annotations
 
+import contextlib
 import os
 import statistics
+import subprocess
+import sys
 import threading
 import time
 from collections import defaultdict
@@ -41,8 +44,13 @@ def open_files(pid: int) -> int:
 
 @dataclass(slots=True)
 class Peaks:
-    """Samples the run's process tree (the bench's process and its descendants, less `exclude`: the model
-    server) from a thread, so the scan's CPU does not lag the event loop it measures.
+    """Samples the run's process tree (`root` and its descendants, less `exclude`: the model server).
+
+    `start()` samples from a process of its own, at the lowest CPU priority, so the scan neither holds
+    the runtime's GIL nor counts as its CPU: at 10,000 episodes a pass lists about 30,000 descriptors,
+    and in a thread of the runtime the sampler took 25.6 CPU-s of a 470 s run. Each pass is sent back as
+    a line and read by a thread that only parses it; `stop()` ends the sampler after a last pass, and
+    `cpu_s` is then its CPU (reaped, so it is in this process's children's CPU: leave it out of theirs).
 
     RSS and open files are read every sample; PSS only every `pss_every`-th (and at the first and the last),
     because smaps_rollup walks each process's page tables: 55-65 ms of CPU per sample of a 1,000-episode
@@ -51,6 +59,7 @@ class Peaks:
     exclude: set[int] = field(default_factory=set)
     every_s: float = 1.0
     pss_every: int = 10
+    root: int = field(default_factory=os.getpid)
     rss_mib: float = 0.0  # the largest sum of RSS over the run's processes
     pss_mib: float = 0.0
     files_runtime: int = 0  # open files of the runtime's own process
@@ -58,9 +67,9 @@ class Peaks:
     processes: int = 0
     shards_rss_mib: float = 0.0  # the last sample: RSS of the run's shard processes
     other_rss_mib: float = 0.0  # and of its other children (world workers, verifiers)
-    cpu_s: float = 0.0  # this sampler's own CPU, to leave out of the runtime's
-    _stop: threading.Event = field(default_factory=threading.Event)
-    _thread: threading.Thread | None = None
+    cpu_s: float = 0.0  # the sampler's own CPU, to leave out of the run's
+    _proc: subprocess.Popen[bytes] | None = None
+    _reader: threading.Thread | None = None
     _samples: int = 0
 
     def sample(self, *, pss: bool = False) -> None:
@@ -68,10 +77,9 @@ class Peaks:
         started = time.thread_time()
         with_pss = pss or self._samples % self.pss_every == 0
         self._samples += 1
-        root = os.getpid()
         rss = pss_sum = shards = other = 0.0
         files = 0
-        pids = descendants(root) - self.exclude
+        pids = descendants(self.root) - self.exclude
         for pid in pids:
             r = resident_mib(pid)
             rss += r
@@ -79,9 +87,9 @@ class Peaks:
                 pss_sum += _memory(pid)[1]
             n_files = open_files(pid)
             files += n_files
-            if pid == root:
+            if pid == self.root:
                 self.files_runtime = max(self.files_runtime, n_files)
-            elif kind_of(pid, root) == "shard":
+            elif kind_of(pid, self.root) == "shard":
                 shards += r
             else:
                 other += r
@@ -91,24 +99,84 @@ class Peaks:
         self.processes = max(self.processes, len(pids))
         self.cpu_s += time.thread_time() - started
 
-    def _loop(self) -> None:
-        while not self._stop.wait(self.every_s):
-            self.sample()
-
     def start(self) -> None:
-        self._thread = threading.Thread(target=self._loop, name="awm-bench-peaks", daemon=True)
-        self._thread.start()
+        """Sample every `every_s` from a sampler process until `stop()`."""
+        command = [sys.executable, "-m", "awm_runtime.bench._scale_peaks", "--root", str(self.root),
+                   "--every", str(self.every_s), "--pss-every", str(self.pss_every),
+                   *[a for pid in sorted(self.exclude) for a in ("--exclude", str(pid))]]
+        self._proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        self._reader = threading.Thread(target=self._read, name="awm-bench-peaks", daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self._proc is not None and self._proc.stdout is not None
+        for line in self._proc.stdout:
+            self._merge(orjson.loads(line))
+
+    def _merge(self, seen: dict[str, Any]) -> None:
+        self.rss_mib, self.pss_mib = max(self.rss_mib, seen["rss_mib"]), max(self.pss_mib, seen["pss_mib"])
+        self.files_runtime = max(self.files_runtime, seen["files_runtime"])
+        self.files_all, self.processes = max(self.files_all, seen["files_all"]), max(self.processes, seen["processes"])
+        self.shards_rss_mib, self.other_rss_mib = seen["shards_rss_mib"], seen["other_rss_mib"]
+        self.cpu_s = seen["cpu_s"]
 
     def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(10)
-        self.sample(pss=True)
+        """A last pass, with PSS, and the sampler's end (blocking: call it off the event loop)."""
+        proc, self._proc = self._proc, None
+        if proc is None:
+            self.sample(pss=True)
+            return
+        assert proc.stdin is not None
+        with contextlib.suppress(BrokenPipeError):
+            proc.stdin.close()  # the sampler's cue for its last pass
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        if self._reader is not None:
+            self._reader.join(10)
 
     def to_dict(self) -> dict[str, Any]:
         return {"peak_rss_mib": round(self.rss_mib, 1), "peak_pss_mib": round(self.pss_mib, 1),
                 "peak_open_files_runtime": self.files_runtime, "peak_open_files_all": self.files_all,
                 "peak_processes": self.processes, "bench_sampler_cpu_s": round(self.cpu_s, 2)}
+
+    def _line(self) -> bytes:
+        return orjson.dumps({"rss_mib": self.rss_mib, "pss_mib": self.pss_mib, "files_runtime": self.files_runtime,
+                             "files_all": self.files_all, "processes": self.processes,
+                             "shards_rss_mib": self.shards_rss_mib, "other_rss_mib": self.other_rss_mib,
+                             "cpu_s": time.process_time()}) + b"\n"
+
+
+def _sampler_main() -> None:
+    """`python -m awm_runtime.bench._scale_peaks`: sample until stdin closes, a line a pass, then a last pass."""
+    import argparse
+    import selectors
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--root", type=int, required=True)
+    parser.add_argument("--every", type=float, default=1.0)
+    parser.add_argument("--pss-every", type=int, default=10)
+    parser.add_argument("--exclude", type=int, action="append", default=[])
+    args = parser.parse_args()
+    os.nice(19)  # the measured processes come first; a pass that waits for a core samples a moment later
+    peaks = Peaks(exclude={*args.exclude, os.getpid()}, every_s=args.every, pss_every=args.pss_every, root=args.root)
+    out = sys.stdout.buffer
+    try:
+        with selectors.DefaultSelector() as sel:
+            sel.register(sys.stdin.fileno(), selectors.EVENT_READ)
+            while True:
+                peaks.sample()
+                out.write(peaks._line())
+                out.flush()
+                if sel.select(args.every) and not os.read(sys.stdin.fileno(), 4096):
+                    break  # stdin closed: the run is over
+        peaks.sample(pss=True)
+        out.write(peaks._line())
+        out.flush()
+    except BrokenPipeError:  # the bench is gone (killed): nobody reads the figures
+        os._exit(0)
 
 
 def batch_figures(server_stats: dict[str, Any], calls: list[int], latency: float, run_started_unix: float,
@@ -178,3 +246,7 @@ def slices_figures(summary: dict[str, Any], shards: list[dict[str, Any]]) -> dic
     return {"steps": steps, "waited": waited, "wait_s": round(wait_s, 3),
             "mean_wait_ms": round(wait_s / waited * 1000, 2) if waited else 0.0,
             "max_wait_ms": max((p["max_wait_ms"] for p in parts), default=0.0)}
+
+
+if __name__ == "__main__":
+    _sampler_main()

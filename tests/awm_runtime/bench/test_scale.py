@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -96,3 +97,55 @@ def test_the_peaks_sampler_reads_rss_every_pass_and_pss_every_tenth() -> None:
     peaks.pss_mib = 0.0
     peaks.stop()  # the last pass reads it whatever the count
     assert peaks.pss_mib > 0 and peaks.to_dict()["bench_sampler_cpu_s"] >= 0
+
+
+def test_the_peaks_sampler_runs_in_a_process_of_its_own_and_ends_with_the_bench() -> None:
+    """The /proc scans run outside the measured process (no GIL, no CPU of the runtime's), leave themselves
+    out of the counts, report their own CPU (reaped: this process's children's), and end when the bench does,
+    killed or not."""
+    import resource
+    import time
+
+    from awm_runtime.bench._scale_peaks import Peaks
+
+    sleepers = [subprocess.Popen(["sleep", "30"]) for _ in range(3)]
+    try:
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        peaks = Peaks(every_s=0.1)
+        peaks.start()
+        assert peaks._proc is not None
+        sampler = peaks._proc.pid
+        time.sleep(1.0)
+        assert peaks.other_rss_mib > 0  # passes arrive while it runs: the sleepers, as the bench reads them
+        peaks.stop()
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        assert not os.path.exists(f"/proc/{sampler}")  # ended and reaped
+        assert peaks.processes == 4  # this process and the three sleepers: never the sampler itself
+        assert peaks.files_runtime > 0 and peaks.files_all > peaks.files_runtime and peaks.pss_mib > 0
+        reaped = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+        assert 0 < peaks.cpu_s <= reaped + 0.05  # what it reports is what this process reaped of it
+    finally:
+        for sleeper in sleepers:
+            sleeper.kill()
+            sleeper.wait()
+    # A bench that is killed closes the sampler's pipes: it notices, and ends without a traceback.
+    code = ("from awm_runtime.bench._scale_peaks import Peaks; import time; p = Peaks(every_s=0.05); p.start(); "
+            "print(p._proc.pid, flush=True); time.sleep(60)")
+    bench_proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert bench_proc.stdout is not None and bench_proc.stderr is not None
+    sampler = int(bench_proc.stdout.readline())
+    time.sleep(0.5)
+    bench_proc.kill()
+    bench_proc.wait()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            state = Path(f"/proc/{sampler}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            break
+        if state == "Z":  # exited; its new parent reaps it
+            break
+        time.sleep(0.05)
+    else:
+        raise AssertionError("the sampler outlived the bench by 10 s")
+    assert bench_proc.stderr.read() == b""
