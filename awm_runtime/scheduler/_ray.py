@@ -160,7 +160,7 @@ class RayCluster:
             raise ConfigError(f"--ray: episode actors not ready after {READY_TIMEOUT_S:g}s (is a CPU free on every "
                               "node? `ray status` shows what the cluster can place)") from None
         for actor, reply in zip(self.actors, replies, strict=True):
-            if isinstance(reply, ray.exceptions.RayActorError):  # its node died or is dying: go on without it
+            if node_gone(ray, reply):  # go on without it
                 self._lose(actor, reply)
                 continue
             if isinstance(reply, BaseException):
@@ -366,6 +366,14 @@ class RayCluster:
                 self.ray.kill(self.limits, no_restart=True)
         if self.owns_connection:
             self.ray.shutdown()
+
+
+def node_gone(ray: Any, reply: Any) -> bool:
+    """Whether an actor's start failed because its node is gone: the actor died with its node, or its node can
+    no longer take it. A node that was just lost can still be listed alive for a while (its death is noticed
+    after missed health checks), and an actor pinned to it then cannot be placed: `ActorUnschedulableError`,
+    which is the node's end, not a fault of the run's settings."""
+    return isinstance(reply, (ray.exceptions.RayActorError, ray.exceptions.ActorUnschedulableError))
 
 
 def _first_line(exc: BaseException) -> str:
