@@ -160,7 +160,9 @@ def _sampler_main() -> None:
     parser.add_argument("--pss-every", type=int, default=10)
     parser.add_argument("--exclude", type=int, action="append", default=[])
     args = parser.parse_args()
-    os.nice(19)  # the measured processes come first; a pass that waits for a core samples a moment later
+    # The measured processes come first; a pass that waits for a core samples a moment later. Not `yield_cpu`:
+    # the sampler shares the bench's session, so lowering that session's autogroup would lower the runtime too.
+    os.nice(19)
     peaks = Peaks(exclude={*args.exclude, os.getpid()}, every_s=args.every, pss_every=args.pss_every, root=args.root)
     out = sys.stdout.buffer
     try:
