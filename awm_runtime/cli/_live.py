@@ -27,12 +27,19 @@ def _tokens(n: int) -> str:
     return f"{n / 1e6:.2f}M" if n >= 1e6 else f"{n / 1e3:.1f}k" if n >= 1e3 else str(n)
 
 
+def _cost(totals: dict[str, Any]) -> str:
+    """Dollars so far, or `cost unknown` once a call had no price (never $0 for an unknown price)."""
+    if not totals.get("cost_known", True):
+        return "cost unknown (no price)"
+    return f"${totals['cost_usd']:.4f}"
+
+
 def stats_line(p: RunProgress) -> str:
     t = p.totals()
     scored = t["scored"]
     done = f"{t['complete'] / scored:.1%} of {scored}" if scored else "-"
     line = (f"complete {done} · format errors {t['format_errors']} · expert calls {t['expert_calls']} · "
-            f"tokens {_tokens(t['tokens'])} · ${t['cost_usd']:.4f} · infra errors {t['errors']} · "
+            f"tokens {_tokens(t['tokens'])} · {_cost(t)} · infra errors {t['errors']} · "
             f"in flight {p.in_flight}")
     if p.where:
         line += f" · {p.where}"

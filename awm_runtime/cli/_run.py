@@ -254,6 +254,10 @@ def main(argv: list[str] | None = None) -> int:
         if args.json:
             print(json.dumps(result.summary, indent=2))
         else:
+            seq = result.summary.get("sequential")
+            if seq:  # the only p valid after an early stop leads; the table below shows no fixed-sample p
+                comparisons = result.summary.get("paired") or [None]
+                Console().print(sequential_text(seq, comparisons[0]), highlight=False)
             Console().print(summary_table(result.summary))
             paired = paired_table(result.summary)
             if paired is not None:
@@ -264,8 +268,6 @@ def main(argv: list[str] | None = None) -> int:
                       f"format-error rate {step['format_error_rate']}, incomplete groups "
                       f"{step['incomplete_groups']} of {step['groups']}", file=sys.stderr)
             Console().print(economics_table(result.summary))
-            if result.summary.get("sequential"):
-                print(sequential_text(result.summary["sequential"]), file=sys.stderr)
             sims = [a for a in result.summary["arms"].values() if a["simulated"]]
             if sims:
                 Console().print("[yellow]Simulated policy: these numbers exercise the runtime; "

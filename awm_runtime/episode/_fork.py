@@ -9,6 +9,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from awm_runtime._errors import WorldError
 from awm_runtime._interfaces import Advice, PolicyTurn, Sink, World, WorldSession
@@ -51,6 +52,8 @@ class EpisodeHook:
         if fork is not None and fork.mode == "resume" and self.cp is not None:
             self.saved = load_saved_reply(Path(fork.checkpoint).parent, self.cp.episode_id, self.cp.turn)
         self.reused = {"policy": 0, "expert": 0}
+        self._prefix_style: str = "solo"
+        self._ep: EpisodeState | None = None
 
     @property
     def records_calls(self) -> bool:
@@ -69,6 +72,10 @@ class EpisodeHook:
             raise WorldError(f"fork refused: the world's tools differ from the checkpoint's ({', '.join(missing[:5])})")
         self.db_sha256 = await restore_world(cp, Path(self.fork.checkpoint), session)
         restore_state(ep, cp)
+        if self.fork.mode in ("ask", "solo"):  # the continuation's ask style is its own: re-read at its first ask
+            self._prefix_style = ep.ask_style
+            ep.trouble_before_first_ask = None
+            self._ep = ep
         return True
 
     async def before_turn(self, ep: EpisodeState, session: WorldSession) -> str | None:
@@ -138,7 +145,23 @@ class EpisodeHook:
             "source_repeat": cp.spec.repeat, "db_sha256": self.db_sha256,
             "advice_given": any(a.turn == cp.turn + 1 for a in record.expert_answers),
             "prefix_usage": prefix_usage_removed(record, cp.usage),
+            "prefix": self._prefix_removed(record, cp),
         }
+
+    def _prefix_removed(self, record: EpisodeRecord, cp: Checkpoint) -> dict[str, Any]:
+        """Count only the continuation after the fork point in the record's expert calls, nudges and ask style
+        (the prefix was the source episode's); returns the prefix's, reported apart. `expert_answers` and
+        `nudge_log` keep every entry: each names its turn, and `fork.turn` is the fork point."""
+        c = cp.counters
+        calls, nudges = int(c.get("expert_calls", 0)), len(c.get("nudge_log") or [])
+        record.expert_calls = max(0, record.expert_calls - calls)
+        record.nudges = max(0, record.nudges - nudges)
+        if record.expert_calls == 0:
+            record.ask_style = "solo"
+        elif self._ep is not None:
+            record.ask_style = "recovery" if self._ep.trouble_before_first_ask else "blind"
+        return {"turns": cp.turn, "messages": len(cp.messages), "expert_calls": calls, "nudges": nudges,
+                "ask_style": self._prefix_style}
 
 
 def fork_spec(cp: Checkpoint, fork: ForkSpec, *, arm: str | None = None, repeat: int | None = None,

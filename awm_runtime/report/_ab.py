@@ -8,7 +8,7 @@ from typing import Any
 from awm_runtime.report import _sections as sec
 from awm_runtime.report._collect import RunData, Series
 from awm_runtime.report._markup import esc, figure, note, section, table
-from awm_runtime.report._table import comparison_heading, seconds, sequential_text, usd
+from awm_runtime.report._table import comparison_heading, seconds, usd
 
 FOREST_CAPTION = ("Each comparison: per-scenario differences (squares, 95% task-clustered bootstrap), the overall "
                   "accountable difference and the strict one (infrastructure errors counted as failures) as "
@@ -35,6 +35,9 @@ def _comparison(c: dict[str, Any], table_id: str) -> str:
         counts = note(f"Accountable: {c.get('pairs', 0)} pairs, {c.get('only_a_complete')} complete only in "
                       f"{c['a']}, {c.get('only_b_complete')} only in {c['b']}. Strict: {c.get('strict_pairs', 0)} "
                       f"pairs, {c.get('strict_only_a_complete')} / {c.get('strict_only_b_complete')}.")
+    for key in ("p_values", "table_pairs_note"):
+        if c.get(key):
+            counts += f'<p class="warn">{esc(str(c[key]))}</p>' if key == "p_values" else note(str(c[key]))
     flag = ""
     if c.get("strict_disagrees"):
         flag = ('<p class="warn">Strict and accountable disagree: infrastructure errors depend on the arm, so '
@@ -53,7 +56,8 @@ def paired_section(runs: Sequence[RunData], comparison: dict[str, Any] | None) -
                for i, run in enumerate(runs) if len(run.series) > 1]
     if comparison is not None:
         every = {s.label: s for run in runs for s in run.series.values()}
-        sources.append(("runs compared on shared tasks", "fig-forest-runs", comparison, every))
+        sources.append(("runs compared on shared tasks (Δ = later RUN − earlier RUN)", "fig-forest-runs", comparison,
+                        every))
     for title, fig_id, stats, series in sources:
         comparisons = [c for c in stats.get("paired") or [] if isinstance(c, dict)]
         if not comparisons:
@@ -78,7 +82,7 @@ def _economics_of(runs: Sequence[RunData], s: Series) -> dict[str, Any]:
 
 
 def economics_section(runs: Sequence[RunData]) -> str:
-    """Cost per completed task, tokens, latencies, retries and errors per arm; endpoints; a sequential stop."""
+    """Cost per completed task, tokens, latencies, retries and errors per arm; endpoints."""
     from awm_runtime.report import _plots
 
     series = sec.all_series(runs)
@@ -113,8 +117,4 @@ def economics_section(runs: Sequence[RunData]) -> str:
                 [[e.get("endpoint"), ", ".join(e.get("roles") or []), e.get("calls"), e.get("failed_attempts"),
                   e.get("retries"), e.get("rate_limited"), sec.fmt_num(e.get("failed_per_100_calls"), 2)]
                  for e in endpoints], table_id="table-endpoints"))
-        seq = run.summary_file.get("sequential")
-        if isinstance(seq, dict):
-            parts.append(f"<h3>Sequential A/B{esc(' of ' + run.label) if len(runs) > 1 else ''}</h3>"
-                         + f'<p id="sequential">{esc(sequential_text(seq))}</p>')
     return section("economics", "Provider economics", *parts)

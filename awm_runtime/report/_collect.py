@@ -14,7 +14,8 @@ from typing import Any
 
 from awm_runtime._errors import ConfigError
 from awm_runtime.logs import EPISODES, MANIFEST, SUMMARY, iter_records, read_manifest
-from awm_runtime.report._summary import RunStats
+from awm_runtime.report._stopping import apply_stopping, void_p_values
+from awm_runtime.report._summary import RunStats, continuation_start
 
 PairKey = tuple[str, int, int, int]  # (scenario, task_idx, repeat, seed)
 TaskKey = tuple[str, int]
@@ -104,9 +105,13 @@ class Series:
         self.format_errors.update(fe)
         self.episodes_with_format_errors += bool(sum(fe.values()))
         self.expert_calls += int(r.get("expert_calls") or 0)
-        self.expert_turns += [int(a.get("turn", 0)) for a in r.get("expert_answers") or ()]
+        after = continuation_start(r)  # a fork's prefix is the source episode's, not this arm's
+        self.expert_turns += [int(a.get("turn", 0)) for a in r.get("expert_answers") or ()
+                              if int(a.get("turn", 0)) > after]
         self.nudges += int(r.get("nudges") or 0)
         for nudge in r.get("nudge_log") or ():
+            if int(nudge.get("turn", 0)) <= after:
+                continue
             self.nudge_turns.append(int(nudge.get("turn", 0)))
             self.nudges_followed_by_ask += bool(nudge.get("followed_by_ask"))
         nudged, advised = followed_by(r.get("messages") or [])
@@ -221,8 +226,10 @@ def load_run(path: Path, label: str, *, arms: list[str] | None = None, prefix_ar
         raise ConfigError(f"{path / EPISODES}: {stats.paired.duplicate_text()}; each (arm, task, repeat, seed) must "
                           "be recorded once: remove the extra lines (or rerun) before comparing arms")
     computed = stats.to_dict()
+    summary_file = _read_json(path / SUMMARY)
+    apply_stopping(computed, summary_file.get("sequential"))  # an --until-decided run: the sequential result leads
     series = {name: series[name] for name in computed["arms"] if name in series}
-    return RunData(path, label, manifest, _read_json(path / SUMMARY), computed, series, episodes)
+    return RunData(path, label, manifest, summary_file, computed, series, episodes)
 
 
 def arm_order(manifest: dict[str, Any]) -> list[str]:
@@ -249,9 +256,13 @@ def shared_tasks(runs: list[RunData]) -> set[TaskKey]:
 
 
 def compare_runs(runs: list[RunData]) -> dict[str, Any]:
-    """Every arm of every run, restricted to the tasks all runs share, as one RunStats (pairs by key)."""
+    """Every arm of every run, restricted to the tasks all runs share, as one RunStats (pairs by key).
+
+    Only arms of different runs are compared (a run's own arms are compared within it), the later run
+    (on the command line) minus the earlier: `b` is always the later run's arm."""
     shared = shared_tasks(runs)
-    stats = RunStats([s.label for run in runs for s in run.series.values()])
+    stats = RunStats([s.label for run in runs for s in run.series.values()],
+                     groups={s.label: run.label for run in runs for s in run.series.values()})
     for run in runs:
         for record in iter_records(run.path):
             arm = str(record.get("arm", "?"))
@@ -260,4 +271,10 @@ def compare_runs(runs: list[RunData]) -> dict[str, Any]:
             record.pop("messages", None)
             record["arm"] = f"{run.label}/{arm}"
             stats.add(record)
-    return {"shared_tasks": len(shared), **stats.to_dict()}
+    out = stats.to_dict()
+    stopped = {s.label for run in runs if isinstance(run.summary_file.get("sequential"), dict)
+               for s in run.series.values()}
+    for c in out.get("paired") or []:  # data of an --until-decided run stopped because of its result
+        if c.get("a") in stopped or c.get("b") in stopped:
+            void_p_values(c)
+    return {"shared_tasks": len(shared), **out}

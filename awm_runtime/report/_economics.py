@@ -51,7 +51,7 @@ class LogHistogram:
                 "mean_s": r(self.total / self.n) if self.n else None}
 
 
-def _priced(usage: dict[str, Any]) -> bool:
+def priced(usage: dict[str, Any]) -> bool:
     """Whether a role's cost is known: the client says so; older records only when they show a cost."""
     known = usage.get("cost_known")
     return bool(known) if known is not None else float(usage.get("cost_usd") or 0.0) > 0
@@ -79,7 +79,7 @@ class Economics:
             self.retries[role] += int(u.get("retries") or 0)
             self.tokens += int(u.get("prompt_tokens") or 0) + int(u.get("completion_tokens") or 0)
             self.cost_usd += float(u.get("cost_usd") or 0.0)
-            if calls and not _priced(u):
+            if calls and not priced(u):
                 self.unpriced[role] += 1
             hist = self.latency.setdefault(role, LogHistogram())
             for s in u.get("latency_s") or ():

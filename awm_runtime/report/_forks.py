@@ -45,11 +45,13 @@ class ForkStats:
     def __init__(self) -> None:
         self.states: dict[tuple[str, int], _State] = {}
         self.infra_errors = 0
+        self.arms: dict[str, str] = {}  # mode (ask, solo) -> the arm that ran it
 
     def add(self, r: dict[str, Any]) -> None:
         fork = r.get("fork")
         if not fork or fork.get("mode") not in ("ask", "solo"):
             return
+        self.arms.setdefault(str(fork["mode"]), str(r["arm"]))
         if r["outcome"] == "error":
             self.infra_errors += 1
             return
@@ -79,12 +81,24 @@ class ForkStats:
                             "reward_ask": ask_r, "reward_solo": solo_r, "delta_reward": ask_r - solo_r})
         return out
 
-    def to_dict(self) -> dict[str, Any] | None:
+    def to_dict(self, paired: list[dict[str, Any]] | None = None) -> dict[str, Any] | None:
+        """The value of asking; its overall estimate and interval are the paired comparison solo → ask (Δ = ask −
+        solo) when `paired` has it: one estimate, computed once, the same in both tables."""
         rows = self.rows()
         if not self.states:
             return None
+        overall = aggregate(rows)
+        ask, solo = self.arms.get("ask"), self.arms.get("solo")
+        c = next((c for c in paired or [] if (c.get("a"), c.get("b")) == (solo, ask)), None)
+        if c is not None and overall.get("states") and c.get("design") == "paired":
+            overall.update({
+                "delta_complete": c.get("completion_diff"), "delta_complete_ci": c.get("completion_diff_ci95"),
+                "delta_reward": c.get("reward_diff"), "delta_reward_ci": c.get("reward_diff_ci95"),
+                "p_complete_ask": c.get("completion_b"), "p_complete_solo": c.get("completion_a"),
+                "pairs": c.get("pairs"), "from": f"the paired comparison {solo} → {ask} (Δ = {ask} − {solo})"})
         out: dict[str, Any] = {"states": len(rows), "infra_errors": self.infra_errors, "method": FORK_METHOD,
-                               "overall": aggregate(rows)}
+                               "sign": "Δ = ask − solo: positive when asking helps", "arms": dict(self.arms),
+                               "overall": overall}
         for by in BY:
             groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
             for row in rows:
@@ -169,18 +183,26 @@ def forks_table(summary: dict[str, Any]) -> Table | None:
     voa = summary.get("value_of_asking")
     if not voa or not voa["overall"].get("states"):  # no state has both an ask and a solo continuation yet
         return None
-    table = Table(title="Value of asking (ask − solo, per forked state; 95% CI resampling tasks)")
+    table = Table(title="Value of asking (Δ = ask − solo, per forked state; 95% CI resampling tasks)",
+                  caption=f"overall: {voa['overall']['from']}" if voa["overall"].get("from") else None,
+                  caption_justify="left")
     for col in ("slice", "states", "P(complete) ask", "P(complete) solo", "ΔP(complete)", "Δreward"):
         table.add_column(col, justify="left" if col == "slice" else "right")
 
-    def ci(value: float, bounds: list[float] | None) -> str:
+    def ci(value: float | None, bounds: list[float] | None) -> str:
+        if value is None:
+            return "n/a"
         return f"{value:+.3f}" + (f" [{bounds[0]:+.3f}, {bounds[1]:+.3f}]" if bounds else " [n/a]")
+
+    def pct(value: float | None) -> str:
+        return "n/a" if value is None else f"{value:.1%}"
 
     def row(label: str, a: dict[str, Any]) -> None:
         if not a.get("states"):
             return
-        table.add_row(label, str(a["states"]), f"{a['p_complete_ask']:.1%}", f"{a['p_complete_solo']:.1%}",
-                      ci(a["delta_complete"], a["delta_complete_ci"]), ci(a["delta_reward"], a["delta_reward_ci"]))
+        table.add_row(label, str(a["states"]), pct(a.get("p_complete_ask")), pct(a.get("p_complete_solo")),
+                      ci(a.get("delta_complete"), a.get("delta_complete_ci")),
+                      ci(a.get("delta_reward"), a.get("delta_reward_ci")))
 
     row("overall", voa["overall"])
     labels = {"turn": "after {} turns", "preceding": "after {}", "scenario": "{}", "expert": "expert {}"}

@@ -20,7 +20,8 @@ from typing import Any
 from awm_runtime._errors import ConfigError
 from awm_runtime.report import _sections as sec
 from awm_runtime.report._ab import economics_section, paired_section
-from awm_runtime.report._collect import RunData, compare_runs, load_run, run_labels
+from awm_runtime.report._collect import RunData
+from awm_runtime.report._compare import load_report
 from awm_runtime.report._markup import esc, figure, note, section, table
 
 MATPLOTLIB_MISSING = "awm-report --html needs matplotlib, which is not installed: pip install 'awm-runtime[report]'"
@@ -42,10 +43,8 @@ def write_html_report(paths: Sequence[Path], out: Path, *, arms: list[str] | Non
         raise ConfigError(f"--html {out}: the folder {out.parent} does not exist")
     if out.is_dir():
         raise ConfigError(f"--html {out}: that is a directory; name the HTML file to write")
-    labels = run_labels(list(paths))
-    multi = len(paths) > 1
-    runs = [load_run(Path(p), label, arms=arms, prefix_arms=multi) for p, label in zip(paths, labels, strict=True)]
-    page = render(runs, compare_runs(runs) if multi else None)
+    report = load_report(paths, arms)  # the engine of the terminal and --json too
+    page = render(report.runs, report.across)
     tmp = out.with_name(f".{out.name}.tmp")
     try:
         tmp.write_text(page, encoding="utf-8")
@@ -194,14 +193,28 @@ def _warnings(runs: Sequence[RunData]) -> str:
     return "".join(f'<p class="warn">{esc(w)}</p>' for w in out)
 
 
+def _sequential(runs: Sequence[RunData]) -> str:
+    """An --until-decided run's sequential result, first: the only p-value valid after its early stop."""
+    from awm_runtime.report._stopping import sequential_text
+
+    parts = []
+    for run in runs:
+        seq = run.stats.get("sequential")
+        if isinstance(seq, dict):
+            paired = [c for c in run.stats.get("paired") or [] if isinstance(c, dict)]
+            title = f"<h3>{esc(run.label)}</h3>" if len(runs) > 1 else ""
+            parts.append(title + f'<p id="sequential">{esc(sequential_text(seq, paired[0] if paired else None))}</p>')
+    return section("sequential", "Sequential A/B (--until-decided)", *parts) if parts else ""
+
+
 def render(runs: Sequence[RunData], comparison: dict[str, Any] | None) -> str:
     from awm_runtime import __version__
 
-    sections = [_warnings(runs), _completion(runs), paired_section(runs, comparison), economics_section(runs),
-                _heatmap(runs), _expert(runs), _distributions(runs), _format_errors(runs), _groups(runs),
-                _config(runs)]
-    titles = [("completion", "completion"), ("paired", "paired"), ("economics", "economics"),
-              ("scenarios", "scenarios"),
+    sections = [_warnings(runs), _sequential(runs), _completion(runs), paired_section(runs, comparison),
+                economics_section(runs), _heatmap(runs), _expert(runs), _distributions(runs), _format_errors(runs),
+                _groups(runs), _config(runs)]
+    titles = [("sequential", "sequential"), ("completion", "completion"), ("paired", "paired"),
+              ("economics", "economics"), ("scenarios", "scenarios"),
               ("expert", "expert & nudges"), ("distributions", "turns & reward"), ("format-errors", "format errors"),
               ("groups", "groups"), ("config", "config")]
     nav = " ".join(f'<a href="#{i}">{esc(t)}</a>' for i, t in titles if f'<section id="{i}"' in "".join(sections))

@@ -131,10 +131,12 @@ class PairedStats:
     """Collects each arm's outcome and reward per pair key; compares every two arms at the end.
 
     `order` is the arms' order as the run defined them (its `--arm` flags); arms it does not name
-    follow in the order they first appeared."""
+    follow in the order they first appeared. `groups` (arm -> run) compares only arms of different
+    groups: runs against runs, a run's own arms being compared within it."""
 
-    def __init__(self, order: Sequence[str] = ()) -> None:
+    def __init__(self, order: Sequence[str] = (), groups: dict[str, str] | None = None) -> None:
         self._cells: dict[PairKey, dict[str, tuple[str, float]]] = {}
+        self._groups = groups
         self._arms: list[str] = list(order)
         self._present: set[str] = set()
         self.duplicates: list[tuple[str, PairKey]] = []
@@ -153,6 +155,12 @@ class PairedStats:
     @property
     def arms(self) -> list[str]:
         return [a for a in self._arms if a in self._present]
+
+    def put_before(self, first: str, second: str) -> None:
+        """Make `first` the earlier arm of `second` (so differences are second − first)."""
+        if first in self._arms and second in self._arms and self._arms.index(first) > self._arms.index(second):
+            self._arms.remove(first)
+            self._arms.insert(self._arms.index(second), first)
 
     def duplicate_text(self, limit: int = 5) -> str:
         """The duplicate keys, named, for an error message."""
@@ -221,7 +229,9 @@ class PairedStats:
     def to_list(self) -> list[dict[str, Any]]:
         """One comparison per two arms, in the run's arm order (b minus a), with Holm-adjusted p-values
         across the comparisons, per metric (`*_p_holm`; `*_p_holm_text` prints it)."""
-        comparisons = [self.compare(a, b) for a, b in combinations(self.arms, 2)]
+        groups = self._groups
+        comparisons = [self.compare(a, b) for a, b in combinations(self.arms, 2)
+                       if groups is None or groups.get(a) != groups.get(b)]
         for metric in ("completion", "strict_completion", "reward"):
             adjusted = holm_log10([c.get(f"{metric}_p_log10") for c in comparisons])
             for c, p in zip(comparisons, adjusted, strict=True):

@@ -11,6 +11,7 @@ from typing import Any
 
 from awm_runtime.report._collect import RunData, Series
 from awm_runtime.report._intervals import Interval, completion_interval, mean_difference_interval
+from awm_runtime.report._stopping import NOT_VALID
 
 NA = "n/a"
 MAX_FOREST_SCENARIOS = 25  # past this a forest plot shows only the overall rows
@@ -116,8 +117,8 @@ def p_text(c: dict[str, Any], metric: str = "completion") -> str:
     """The p of a comparison as it prints, with its test: `0.0039 (McNemar exact)`, `< 1e-5 (Monte Carlo, ...)`."""
     text = c.get(f"{metric}_p_text") or (fmt_p(first(c, P_KEYS)) if metric == "completion" else fmt_p(
         c.get(f"{metric}_p")))
-    if text == NA:
-        return NA
+    if text in (NA, NOT_VALID):
+        return str(text)
     test = c.get(f"{metric}_test")
     floor = c.get(f"{metric}_p_min")
     out = f"{text} ({test})" if test and "Monte Carlo" not in text else text
@@ -185,6 +186,8 @@ def _p_note(c: dict[str, Any], metric: str) -> str:
     text = p_text(c, metric).split("; smallest")[0]
     if text == NA:
         return ""
+    if text == NOT_VALID:
+        return f"p {NOT_VALID}"
     note = f"p {text}" if text.startswith("<") else f"p = {text}"
     holm = holm_text(c, metric)
     return note + (f", Holm {holm}" if holm != NA and c.get(f"{metric}_p_holm") is not None else "")

@@ -23,7 +23,8 @@ from awm_runtime.report._paired import PairedStats, paired_summary
 class ArmStats:
     arm: str
     policy: dict[str, Any] = field(default_factory=dict)
-    expert: dict[str, Any] | None = None
+    expert: dict[str, Any] | None = None  # the expert its episodes used (the first seen), None when none did
+    experts_used: Counter[str] = field(default_factory=Counter)  # expert alias -> episodes that had it
     episodes: int = 0
     outcomes: Counter[str] = field(default_factory=Counter)
     end_reasons: Counter[str] = field(default_factory=Counter)
@@ -41,10 +42,14 @@ class ArmStats:
     cost_usd: float = 0.0
     error_classes: Counter[str] = field(default_factory=Counter)
     economics: Economics = field(default_factory=Economics)
+    prefix: Counter[str] = field(default_factory=Counter)  # fork runs: the prefixes' expert calls and nudges
 
     def add(self, r: dict[str, Any]) -> None:
         self.policy = r["policy"]
-        self.expert = r.get("expert")
+        expert = r.get("expert")
+        if expert:  # a GRPO arm mixes members with and without the expert: the arm's expert is the one used
+            self.expert = self.expert or expert
+            self.experts_used[str(expert.get("alias") or expert.get("model") or "?")] += 1
         self.episodes += 1
         accountable = r["outcome"] not in ("error", "unverified")
         self.outcomes[r["outcome"]] += 1
@@ -58,7 +63,14 @@ class ArmStats:
             self.successes_by_ask_style[r.get("ask_style", "solo")] += 1
         self.expert_calls += r.get("expert_calls", 0)
         self.nudges += r.get("nudges", 0)
-        self.nudges_followed += sum(1 for n in r.get("nudge_log") or () if n.get("followed_by_ask"))
+        after = continuation_start(r)
+        self.nudges_followed += sum(1 for n in r.get("nudge_log") or ()
+                                    if n.get("followed_by_ask") and int(n.get("turn", 0)) > after)
+        prefix = (r.get("fork") or {}).get("prefix")
+        if isinstance(prefix, dict):  # a fork's prefix (the source episode before the fork point): apart
+            self.prefix["episodes"] += 1
+            self.prefix["expert_calls"] += int(prefix.get("expert_calls") or 0)
+            self.prefix["nudges"] += int(prefix.get("nudges") or 0)
         if accountable:
             self.turns += r.get("turns", 0)
             self.reward_sum += float(r.get("reward", 0.0))
@@ -93,8 +105,11 @@ class ArmStats:
         def per(x: float, digits: int) -> float | None:
             return round(x / n, digits) if n else None
 
+        economics = self.economics.to_dict(self.outcomes["complete"], self.policy, self.expert)
+
         return {
-            "arm": self.arm, "policy": self.policy, "expert": self.expert, "episodes": self.episodes,
+            "arm": self.arm, "policy": self.policy, "expert": self.expert,
+            "expert_episodes": dict(self.experts_used), "episodes": self.episodes,
             "accountable_episodes": self.accountable, "infra_errors": self.outcomes["error"],
             "unverified": self.outcomes["unverified"],
             **({"judge_unclassified_share": round(self.judge_unclassified_share or 0.0, 4)}
@@ -109,9 +124,10 @@ class ArmStats:
             "expert_calls": self.expert_calls, "nudges": self.nudges,
             "nudges_followed_by_ask": self.nudges_followed, "mean_turns": per(self.turns, 3),
             "mean_reward": per(self.reward_sum, 4), "tokens": dict(self.tokens),
-            "cost_usd": round(self.cost_usd, 6), "error_classes": dict(self.error_classes),
+            "cost_usd": economics["cost_usd"], "error_classes": dict(self.error_classes),  # None: unknown
             "simulated": bool(self.policy.get("simulated")),
-            "economics": self.economics.to_dict(self.outcomes["complete"], self.policy, self.expert),
+            "economics": economics,
+            **({"fork_prefix": dict(self.prefix)} if self.prefix else {}),
         }
 
 
@@ -121,10 +137,10 @@ class RunStats:
     `arm_order` is the run's `--arm` order: tables list the arms so, and paired differences are the
     later arm minus the earlier one whatever order records arrive in."""
 
-    def __init__(self, arm_order: Sequence[str] = ()) -> None:
+    def __init__(self, arm_order: Sequence[str] = (), groups: dict[str, str] | None = None) -> None:
         self.arms: dict[str, ArmStats] = {}
         self.order = list(arm_order)
-        self.paired = PairedStats(arm_order)
+        self.paired = PairedStats(arm_order, groups)
         self.forks = ForkStats()
         self.checkpoints = CheckpointStats()
 
@@ -144,15 +160,25 @@ class RunStats:
     def to_dict(self) -> dict[str, Any]:
         names = [a for a in self.order if a in self.arms] + [a for a in self.arms if a not in self.order]
         out: dict[str, Any] = {"episodes": self.episodes, "arms": {name: self.arms[name].to_dict() for name in names}}
+        ask, solo = self.forks.arms.get("ask"), self.forks.arms.get("solo")
+        if ask and solo:  # a fork run: Δ = ask − solo in every table (the value of asking), whatever the --arm order
+            self.paired.put_before(solo, ask)
         if len(self.arms) > 1:
             out.update(paired_summary(self.paired))
-        forks = self.forks.to_dict()
+        forks = self.forks.to_dict(out.get("paired"))
         if forks is not None:
             out["value_of_asking"] = forks
         checkpoints = self.checkpoints.to_dict()
         if checkpoints is not None:
             out["checkpoints"] = checkpoints
         return out
+
+
+def continuation_start(r: dict[str, Any]) -> int:
+    """The last turn of a fork's prefix (its fork point), whose expert calls and nudges are not the arm's;
+    0 for an episode that is not an ask/solo fork."""
+    fork = r.get("fork") or {}
+    return int(fork.get("turn") or 0) if fork.get("mode") in ("ask", "solo") else 0
 
 
 def summary_fields(record: EpisodeRecord) -> dict[str, Any]:

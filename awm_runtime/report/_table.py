@@ -9,6 +9,10 @@ from rich.console import Group
 from rich.table import Table
 
 from awm_runtime.report._exact import fmt_log10
+from awm_runtime.report._stopping import sequential_text
+
+__all__ = ["comparison_heading", "economics_table", "p_cell", "paired_table", "sequential_text", "summary_table",
+           "usd"]
 
 
 def _who(ref: dict[str, Any] | None) -> str:
@@ -16,6 +20,15 @@ def _who(ref: dict[str, Any] | None) -> str:
         return "none"
     label = str(ref.get("alias") or ref.get("model", "?"))
     return f"{label} [yellow](simulated)[/]" if ref.get("simulated") else label
+
+
+def _expert(a: dict[str, Any]) -> str:
+    """The expert the arm's episodes used; with how many of them when only some did (a GRPO group's members)."""
+    used = a.get("expert_episodes") or {}
+    if len(used) > 1:
+        return ", ".join(f"{k} ({v} of {a['episodes']})" for k, v in used.items())
+    n = sum(used.values())
+    return _who(a.get("expert")) + (f" ({n} of {a['episodes']} episodes)" if used and n < a["episodes"] else "")
 
 
 AGENT_ENDS = ("max_turns", "timeout", "context_overflow", "content_filter", "verifier_raised")
@@ -52,7 +65,7 @@ def _successes_by_style(a: dict[str, Any]) -> str:
 
 ROWS: list[tuple[str, Any]] = [
     ("policy", lambda a: _who(a["policy"])),
-    ("expert", lambda a: _who(a["expert"])),
+    ("expert", lambda a: _expert(a)),
     ("episodes", lambda a: str(a["episodes"])),
     ("completion", lambda a: _pct(a["completion_rate"], a["accountable_episodes"])),
     ("strict completion", lambda a: _pct(a["strict_completion_rate"], a["episodes"])),
@@ -74,6 +87,10 @@ def summary_table(summary: dict[str, Any]) -> Table:
         table.add_column(arm["arm"], justify="right")
     for label, cell in ROWS:
         table.add_row(label, *(cell(a) for a in arms))
+    if any(a.get("fork_prefix") for a in arms):  # fork runs: the counts above are the continuations' only
+        table.add_row("fork prefix: expert calls / nudges", *(
+            f"{(a.get('fork_prefix') or {}).get('expert_calls', 0)} / {(a.get('fork_prefix') or {}).get('nudges', 0)}"
+            for a in arms))
     return table
 
 
@@ -119,23 +136,13 @@ def economics_table(summary: dict[str, Any]) -> Table:
     return table
 
 
-def sequential_text(seq: dict[str, Any]) -> str:
-    """One paragraph on an --until-decided run: why it stopped, the e-value and the anytime-valid interval."""
-    lo, hi = seq.get("theta_interval") or (None, None)
-    verdict = "decided" if seq.get("decided") else "not decided"
-    reason = str(seq.get("stop_reason") or "").removeprefix("decided: ").removesuffix(": not decided")
-    return (f"until-decided: {verdict} ({reason}). e-value {seq.get('e_value'):.4g} "
-            f"(threshold {seq.get('threshold'):g} = 1/alpha), {seq.get('discordant_pairs')} discordant of "
-            f"{seq.get('pairs')} pairs ({seq.get('later_arm_wins')} won by the later arm); "
-            f"{seq.get('interval_note')}: [{lo}, {hi}]. Test: {seq.get('test')}.")
-
-
 def comparison_heading(c: dict[str, Any]) -> str:
     """How a comparison was paired: pairs used, missing in either arm, duplicates, infra-error pairs."""
+    delta = f"Δ = {c['b']} − {c['a']}"
     if c.get("design") == "unpaired":
-        return (f"{c['a']} → {c['b']}: UNPAIRED ({c.get('design_note')}); episodes {c.get('episodes_a')} / "
+        return (f"{c['a']} → {c['b']} ({delta}): UNPAIRED ({c.get('design_note')}); episodes {c.get('episodes_a')} / "
                 f"{c.get('episodes_b')}")
-    return (f"{c['a']} → {c['b']}: {c.get('pairs', 0)} pairs used ({c.get('tasks')} tasks), "
+    return (f"{c['a']} → {c['b']} ({delta}): {c.get('pairs', 0)} pairs used ({c.get('tasks')} tasks), "
             f"{c.get('pairs_with_infra_error', 0)} with an infra error (strict only); missing: "
             f"{c.get('pairs_missing_in_a', 0)} in {c['a']}, {c.get('pairs_missing_in_b', 0)} in {c['b']}; "
             f"duplicates: {c.get('duplicates_a', 0) + c.get('duplicates_b', 0)}")
@@ -150,9 +157,9 @@ def p_cell(c: dict[str, Any], metric: str) -> str:
     return text
 
 
-def paired_table(summary: dict[str, Any]) -> Group | None:
-    """Arm against arm (b minus a, b the later --arm): one small table per comparison, titled with how it
-    was paired; None with one arm."""
+def paired_table(summary: dict[str, Any], title: str = "paired comparison") -> Group | None:
+    """Arm against arm (b minus a, b the later --arm; across runs, the later run's): one small table per
+    comparison, titled with how it was paired; None with one arm."""
     comparisons = summary.get("paired") or []
     if not comparisons:
         return None
@@ -165,10 +172,12 @@ def paired_table(summary: dict[str, Any]) -> Group | None:
     tables = []
     for n, c in enumerate(comparisons):
         last = n == len(comparisons) - 1
-        table = Table(title=f"paired comparison {comparison_heading(c)}", title_justify="left",
-                      caption=PAIRED_CAPTION if last else None, caption_justify="left")
-        for col in ("b − a", "Δ [95% CI]", "p", "Holm p", "test"):
-            table.add_column(col, justify="left" if col in ("b − a", "test") else "right")
+        notes = [str(c[k]) for k in ("p_values", "table_pairs_note") if c.get(k)]
+        caption = "\n".join(notes + ([PAIRED_CAPTION] if last else [])) or None
+        table = Table(title=f"{title} {comparison_heading(c)}", title_justify="left",
+                      caption=caption, caption_justify="left")
+        for col in ("measure", "Δ (b − a) [95% CI]", "p", "Holm p", "test"):
+            table.add_column(col, justify="left" if col in ("measure", "test") else "right")
         for label, metric, diff in (("completion (accountable)", "completion", "completion_diff"),
                                     ("completion (strict)", "strict_completion", "strict_completion_diff"),
                                     ("reward (accountable)", "reward", "reward_diff")):
@@ -182,7 +191,8 @@ def paired_table(summary: dict[str, Any]) -> Group | None:
     return Group(*tables)
 
 
-PAIRED_CAPTION = ("Pairs: the same task, repeat and seed. Accountable: pairs with an infrastructure error left out; "
+PAIRED_CAPTION = ("Δ = b − a: b is the later --arm (across runs, the later RUN). "
+                  "Pairs: the same task, repeat and seed. Accountable: pairs with an infrastructure error left out; "
                   "strict: they count as failures. p: exact unless marked Monte Carlo (with its draws). Holm: "
                   "across the arm pairs, per metric. CIs: bootstrap over tasks.")
 

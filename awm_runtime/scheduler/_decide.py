@@ -15,6 +15,7 @@ from awm_runtime._interfaces import StoppingRule
 from awm_runtime._types import EpisodeRecord
 from awm_runtime._units import Unit
 from awm_runtime.report import RunStats, summary_fields
+from awm_runtime.report._economics import priced
 from awm_runtime.scheduler._control import RunControl
 
 PairKey = tuple[str, int, int, int]
@@ -31,12 +32,15 @@ class PairWatch:
         self.max_episodes = max_episodes
         self.max_usd = max_usd
         self.cost_usd = 0.0
+        self.cost_known = True  # False once a call had no price: the cost is then unknown, never $0
         self.pending: dict[PairKey, dict[str, dict[str, Any]]] = {}
         self.reason: str | None = None  # set once: the decision or the budget that ended the run
         self.started = 0  # episodes handed to the pool by `capped`
 
     def observe(self, r: dict[str, Any]) -> None:
-        self.cost_usd += sum(float(u.get("cost_usd") or 0.0) for u in (r.get("usage") or {}).values())
+        for u in (r.get("usage") or {}).values():
+            self.cost_usd += float(u.get("cost_usd") or 0.0)
+            self.cost_known = self.cost_known and (not int(u.get("calls") or 0) or priced(u))
         key = (str(r["scenario"]), int(r["task_idx"]), int(r["repeat"]), int(r.get("seed") or 0))
         cell = self.pending.setdefault(key, {})
         cell[str(r["arm"])] = r
@@ -68,7 +72,8 @@ class PairWatch:
         reason = self.reason or ("the plan ran out: not decided" if exhausted else
                                  f"stopped ({self.control.reason}): not decided")
         return {"stop_reason": reason, "max_episodes": self.max_episodes, "max_usd": self.max_usd,
-                "cost_usd": round(self.cost_usd, 6), **self.rule.state()}
+                "cost_usd": round(self.cost_usd, 6) if self.cost_known else None, "cost_known": self.cost_known,
+                **self.rule.state()}
 
 
 class WatchedStats(RunStats):

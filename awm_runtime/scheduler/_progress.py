@@ -71,7 +71,7 @@ class RunProgress:
     def totals(self) -> dict[str, Any]:
         """Across arms: what the live view shows under the bar."""
         out: dict[str, Any] = {"episodes": 0, "scored": 0, "complete": 0, "errors": 0, "format_errors": 0,
-                               "expert_calls": 0, "tokens": 0, "cost_usd": 0.0}
+                               "expert_calls": 0, "tokens": 0, "cost_usd": 0.0, "cost_known": True}
         for a in self.stats.arms.values():
             out["episodes"] += a.episodes
             out["scored"] += a.accountable
@@ -81,4 +81,5 @@ class RunProgress:
             out["expert_calls"] += a.expert_calls
             out["tokens"] += sum(a.tokens.values())
             out["cost_usd"] += a.cost_usd
+            out["cost_known"] = out["cost_known"] and not a.economics.unpriced  # a call without a price: unknown
         return out

@@ -40,6 +40,7 @@ from awm_runtime.logs import (
 )
 from awm_runtime.models import shutdown
 from awm_runtime.report import RunStats
+from awm_runtime.report._stopping import apply_stopping
 from awm_runtime.scheduler._control import LoopLag, RunControl, must_finish, peak_rss_mib, rss_mib
 from awm_runtime.scheduler._decide import PairWatch, WatchedStats, endpoint_totals
 from awm_runtime.scheduler._episode_pool import EpisodePool
@@ -199,6 +200,7 @@ async def run(config: RunConfig, *, sinks: Sequence[Sink] = (), prepared: Prepar
                       if prep.planner else {}),
                    **({"sequential": watch.summary(not control.stop_requested)} if watch else {}),
                    **({"endpoints": endpoint_totals(progress.endpoints())} if progress.recorded else {})}
+        apply_stopping(summary, summary.get("sequential"))  # the sequential result leads; fixed-sample p's go
         warnings = judge_warnings(summary)
         if warnings:
             summary["warnings"] = warnings

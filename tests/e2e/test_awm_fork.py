@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -128,3 +131,34 @@ def test_bad_fork_input_is_one_line(forked: tuple[Path, Path], tmp_path: Path,
     assert made.returncode == 0
     proc = awm("fork", str(plain), "--at", "asks", "--arm", "ask", "--out", str(tmp_path / "g"))
     assert proc.returncode == 2 and "--checkpoint asks" in proc.stderr
+
+
+def test_one_sign_one_estimate_and_fork_counts_are_the_continuation_s(forked: tuple[Path, Path]) -> None:
+    """Δ = ask − solo in the paired table and the value of asking, the same numbers; the solo arm's counts
+    leave out the source episode's prefix (where it asked), which is reported apart."""
+    from awm_runtime.report._sections import fmt_signed
+
+    _, fork = forked
+    summary = json.loads((fork / "summary.json").read_text())
+    (c,) = summary["paired"]
+    assert (c["a"], c["b"]) == ("solo", "ask") and c["completion_diff"] > 0  # --arm ask --arm solo: still ask − solo
+    overall = summary["value_of_asking"]["overall"]
+    assert overall["delta_complete"] == c["completion_diff"]
+    assert overall["delta_complete_ci"] == c["completion_diff_ci95"] and overall["delta_reward"] == c["reward_diff"]
+    assert overall["from"] == "the paired comparison solo → ask (Δ = ask − solo)"
+    solo, ask = summary["arms"]["solo"], summary["arms"]["ask"]
+    assert solo["expert_calls"] == 0 and solo["successes_by_ask_style"].keys() <= {"solo"}
+    assert solo["ask_styles"] == {"solo": solo["episodes"]} and solo["nudges"] == 0
+    assert ask["expert_calls"] >= ask["episodes"]  # the advice at the fork turn, at least
+    assert solo["fork_prefix"]["expert_calls"] > 0 and solo["fork_prefix"] == ask["fork_prefix"]  # the same states
+    records = lines(fork / "episodes.jsonl")
+    assert all(r["fork"]["prefix"]["turns"] == r["fork"]["turn"] for r in records)
+    proc = subprocess.run([sys.executable, "-c", "from awm_runtime.cli import report_main; "
+                           "raise SystemExit(report_main())", str(fork)], capture_output=True, text=True,
+                          timeout=300, env={**os.environ, "COLUMNS": "300"})
+    text = proc.stdout
+    assert "solo → ask (Δ = ask − solo)" in text and "Value of asking (Δ = ask − solo" in text
+    shown = fmt_signed(c["completion_diff"], c["completion_diff_ci95"])
+    assert shown in next(x for x in text.splitlines() if "completion (accountable)" in x)
+    assert shown in next(x for x in text.splitlines() if "overall" in x)
+    assert "fork prefix: expert calls / nudges" in text

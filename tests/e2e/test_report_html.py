@@ -115,7 +115,7 @@ def test_two_arm_report_has_every_plot_and_the_run_s_numbers(awm: Awm, two_arm_r
     assert [r[0] for r in paired[1:]] == ["completion (accountable)", "completion (strict)", "reward (accountable)"]
     summary = json.loads((two_arm_run / "summary.json").read_text())
     c = summary["paired"][0]
-    assert f"solo → asked: {c['pairs']} pairs used ({c['tasks']} tasks)" in text
+    assert f"solo → asked (Δ = asked − solo): {c['pairs']} pairs used ({c['tasks']} tasks)" in text
     assert "missing: 0 in solo, 0 in asked; duplicates: 0" in text
     for row, metric in zip(paired[1:], ("completion", "strict_completion", "reward"), strict=True):
         assert row[2].startswith(f"{c[metric + '_p_text']} ({c[metric + '_test']})"), row  # each row names its test
@@ -164,7 +164,10 @@ def test_several_runs_are_compared_on_the_tasks_they_share(awm: Awm, two_arm_run
     labels = [r[0] for r in page.tables["table-completion"][1:]]
     assert labels == [f"{first}/solo", f"{first}/asked", f"{second}/main"]
     compared = [k for k in page.tables if k.startswith("table-forest-runs-")]
-    assert len(compared) == 3  # every two of the three (run, arm) series, on the shared tasks only
+    # each arm of the first run against the second run's arm, on the shared tasks only (a run's own arms are
+    # compared within it), the later run's arm minus the earlier's
+    assert len(compared) == 2
+    assert f"{first}/solo → {second}/main (Δ = {second}/main − {first}/solo)" in text
 
 
 def test_arm_filter_and_bad_input(awm: Awm, two_arm_run: Path, tmp_path: Path) -> None:
@@ -194,9 +197,11 @@ def test_text_and_json_output_take_several_runs(awm: Awm, two_arm_run: Path, gro
     assert proc.returncode == 0, proc.stderr
     if flag:
         data = json.loads(proc.stdout)
-        assert [d["run"] for d in data] == [str(two_arm_run), str(group_run)]
+        assert [d["run"] for d in data["runs"]] == [str(two_arm_run), str(group_run)]
+        assert "shared_tasks" in data["runs_compared"]
     else:
         assert str(two_arm_run) in proc.stdout and "awm-run summary" in proc.stdout
+        assert "runs compared on" in proc.stdout
 
 
 def test_in_chromium_at_1280_px_the_forest_plot_fits_and_the_economics_section_shows(

@@ -57,3 +57,11 @@ def test_the_latest_kind_of_warning_shows_under_the_bar_and_a_signal_notice_firs
     view.notice = "SIGINT: no new episodes"
     console.print(view)
     assert console.file.getvalue().endswith("SIGINT: no new episodes\n")  # type: ignore[attr-defined]
+
+
+def test_an_unpriced_call_makes_the_live_cost_unknown_never_zero_dollars() -> None:
+    progress = RunProgress(planned=2, endpoints=lambda: [])
+    progress.stats.add(record("complete", usage={"policy": {"calls": 2, "prompt_tokens": 10, "cost_usd": 0.0,
+                                                            "cost_known": False}}))
+    line = stats_line(progress)
+    assert "cost unknown" in line and "$0.0000" not in line

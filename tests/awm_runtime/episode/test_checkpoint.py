@@ -138,18 +138,24 @@ async def test_a_fork_at_turn_k_keeps_the_prefix_and_the_world_db(source: Path, 
 async def test_ask_and_solo_arms(source: Path, prep: PreparedRun) -> None:
     harness = prep.harnesses["main"]
     index = [json.loads(line) for line in (source / "checkpoints" / "index.jsonl").read_text().splitlines()]
-    entry = next(e for e in index if e["turn"] >= 1)
-    path = source / "checkpoints" / entry["path"]
+    # a state whose prefix already asked the expert: its calls are the source episode's, not the fork arm's
+    path = next(p for e in index if e["turn"] >= 1
+                if load_checkpoint(p := source / "checkpoints" / e["path"]).counters.get("expert_calls"))
     cp = load_checkpoint(path)
     n = len(cp.messages)
     asked = await fork_episode(path, harness, prep.world, mode="ask", repeat=1)
     assert asked.messages[n].source == "expert" and asked.messages[n].role == "user"
     assert asked.fork is not None and asked.fork["advice_given"] and asked.fork["mode"] == "ask"
-    assert asked.expert_calls >= cp.counters["expert_calls"] + 1
+    assert asked.expert_calls >= 1 and asked.ask_style in ("recovery", "blind")  # the continuation's own
+    prefix = {"turns": cp.turn, "messages": n, "expert_calls": cp.counters["expert_calls"],
+              "nudges": len(cp.counters.get("nudge_log") or [])}
+    assert {k: asked.fork["prefix"][k] for k in prefix} == prefix
+    assert asked.fork["prefix"]["ask_style"] in ("recovery", "blind")
     solo = await fork_episode(path, harness, prep.world, mode="solo", repeat=1)
     assert all(m.source != "expert" for m in solo.messages[n:])
-    assert solo.expert_calls == cp.counters["expert_calls"] and solo.nudge_log == [
-        e for e in solo.nudge_log if e.turn <= cp.turn]  # no nudge while ask_expert is withheld
+    assert solo.expert_calls == 0 and solo.ask_style == "solo" and solo.nudges == 0  # the prefix's are apart
+    assert solo.fork is not None and solo.fork["prefix"]["expert_calls"] == cp.counters["expert_calls"] > 0
+    assert solo.nudge_log == [e for e in solo.nudge_log if e.turn <= cp.turn]  # no nudge while ask_expert is withheld
     assert asked.seed == solo.seed != cp.seed  # continuation 1: a seed of its own, shared by the arms
 
 

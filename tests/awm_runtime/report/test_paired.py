@@ -254,3 +254,11 @@ def test_no_p_is_ever_zero(seed: int) -> None:
     for key in ("completion_p", "strict_completion_p", "reward_p", "completion_p_holm", "reward_p_holm"):
         assert c[key] > 0, (key, c[key])
     assert c["completion_p_log10"] <= 0 and c["completion_p_text"] not in ("0", "0.0")
+
+
+def test_groups_compare_only_arms_of_different_runs() -> None:
+    stats = PairedStats(["r1/a", "r1/b", "r2/a"], groups={"r1/a": "r1", "r1/b": "r1", "r2/a": "r2"})
+    for arm in ("r1/a", "r1/b", "r2/a"):
+        for task in range(3):
+            stats.add(arm, "s", task, 0, "complete" if arm == "r2/a" else "incomplete", 1.0)
+    assert [(c["a"], c["b"]) for c in stats.to_list()] == [("r1/a", "r2/a"), ("r1/b", "r2/a")]

@@ -29,3 +29,20 @@ def test_the_ask_style_row_counts_successes_only() -> None:
     console.print(summary_table(stats.to_dict()))
     line = next(x for x in console.export_text().splitlines() if "solo/recovery/blind" in x)
     assert "successes solo/recovery/blind" in line and line.split()[-2] == "2/1/0"
+
+
+def test_an_arm_s_expert_is_the_one_its_episodes_used_and_an_unknown_cost_is_null() -> None:
+    """A GRPO arm: expert members carry the expert, solo members none; the arm's expert is the one used."""
+    stats = RunStats()
+    for i in range(4):
+        r = record(i, "complete", "blind" if i < 2 else "solo",
+                   {"policy": {"calls": 1, "cost_usd": 0.0, "cost_known": False}})
+        stats.add({**r, "expert": {"alias": "sim/oracle", "simulated": True} if i < 2 else None,
+                   "expert_calls": 1 if i < 2 else 0})
+    arm = stats.to_dict()["arms"]["main"]
+    assert arm["expert"]["alias"] == "sim/oracle" and arm["expert_episodes"] == {"sim/oracle": 2}
+    assert arm["cost_usd"] is None and arm["economics"]["cost_known"] is False
+    console = Console(width=200, record=True)
+    console.print(summary_table(stats.to_dict()))
+    line = next(x for x in console.export_text().splitlines() if x.startswith("│ expert "))
+    assert "sim/oracle (simulated) (2 of 4 episodes)" in line

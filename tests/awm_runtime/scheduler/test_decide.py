@@ -77,3 +77,13 @@ def test_max_usd_refuses_models_without_a_price_and_endpoints_are_summed() -> No
 
     assert endpoint_totals([Stats()]) == [{"endpoint": "e", "roles": ["policy"], "calls": 40, "failed_attempts": 2,
                                           "retries": 3, "rate_limited": 1, "failed_per_100_calls": 5.0}]
+
+
+def test_the_sequential_cost_is_unknown_not_zero_when_a_call_had_no_price() -> None:
+    watch = PairWatch(["a", "b"], Rule(), RunControl())
+    watch.observe(_rec("a", 0, cost=0.5))
+    assert watch.summary(True)["cost_usd"] == 0.5 and watch.summary(True)["cost_known"] is True
+    unpriced = _rec("b", 0)
+    unpriced["usage"]["policy"]["cost_known"] = False
+    watch.observe(unpriced)
+    assert watch.summary(True)["cost_usd"] is None and watch.summary(True)["cost_known"] is False
