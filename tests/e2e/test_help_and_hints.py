@@ -14,7 +14,6 @@ from typing import Any
 import pytest
 
 from awm_runtime._config import ARM_KEYS
-from awm_runtime._extras import REPORT_INSTALL
 
 ROOT = Path(__file__).resolve().parents[2]
 GROUPS = ("run", "models", "experts and nudges", "worlds", "A/B and stopping", "output", "scale")
@@ -68,6 +67,7 @@ def test_a_misspelled_run_key_names_the_file_and_the_key_as_written(tmp_path: Pa
 
 
 def test_one_install_hint_for_the_report_extra_everywhere() -> None:
+    from awm_runtime._extras import REPORT_INSTALL
     from awm_runtime.report._html import MATPLOTLIB_MISSING
 
     assert MATPLOTLIB_MISSING.endswith(REPORT_INSTALL)
