@@ -124,7 +124,7 @@ def why_empty(fmt: str, stats: Any, run: Path, arms: list[str] | None) -> str:
         return (f"no forked state of {run} has both an ask and a solo continuation ({skipped}): fork with "
                 "--arm ask --arm solo")
     if fmt == "pairs" and not skips:
-        return f"{run} has no expert advice to pair around: run awm-run with an --expert"
+        return f"{run} has no expert advice to pair around (no episode asked an expert): run awm-run with an --expert"
     if fmt == "sft":
         hint = "; --outcomes chooses which outcomes to keep" if any(w.startswith("outcome ") for w in skips) else ""
         return f"no episode of {run} is usable as {fmt} ({skipped}){hint}"

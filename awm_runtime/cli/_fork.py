@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from awm_runtime._config import ARM_KEYS
 from awm_runtime._errors import ConfigError
 from awm_runtime.cli._common import EXIT_INTERRUPTED, guarded
 
@@ -35,8 +36,9 @@ def parser() -> argparse.ArgumentParser:
                    help="fork after TURN turns (needs --checkpoint every), or before each turn that asked or was "
                         "nudged (asks)")
     p.add_argument("--arm", action="append", dest="arms", metavar="NAME:KEY=VAL,...",
-                   help="a fork arm (repeatable): ask, solo, solo:turns=K, continue, or NAME:KEY=VAL with awm-run's "
-                        "arm keys and mode=ask|solo|continue")
+                   help="a fork arm (repeatable): ask, solo, solo:turns=K, continue, or NAME:KEY=VAL,... with "
+                        f"mode=ask|solo|continue or awm-run's arm keys ({', '.join(ARM_KEYS)}), e.g. "
+                        "--arm ask --arm solo")
     p.add_argument("--repeats", type=int, metavar="N", help="continuations per checkpoint and arm (default 1)")
     p.add_argument("--out", type=Path, required=True, metavar="DIR", help="the fork run's directory")
     p.add_argument("--resume", action="store_true", help="continue the fork run in --out")
