@@ -6,9 +6,10 @@ expert) means disabled. Secrets are never configured here: only environment-vari
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -204,11 +205,21 @@ def env_layer(env: Mapping[str, str] | None = None) -> dict[str, Any]:
 
 
 def build_run_config(cli: Mapping[str, Any], file: Mapping[str, Any] | None = None,
-                     env: Mapping[str, str] | None = None) -> RunConfig:
-    """Merge the layers (CLI > file > env > defaults) and validate once, with one-line errors."""
+                     env: Mapping[str, str] | None = None, *,
+                     file_name: str | None = None, file_keys: Collection[str] | None = None) -> RunConfig:
+    """Merge the layers (CLI > file > env > defaults) and validate once, with one-line errors.
+
+    An error names where the value came from, as it was written there: `--concurrency` for a flag,
+    `FILE: [run] concurency` for a key of awm.toml (`file_name`; `file_keys` are the keys it gave, default
+    all of `file`), `AWM_CONCURRENCY` for the environment."""
     merged: dict[str, Any] = {}
-    for layer in (env_layer(env), dict(file or {}), {k: v for k, v in cli.items() if v is not None}):
+    where: dict[str, str] = {}
+    env_values = env_layer(env)
+    given = {k: v for k, v in cli.items() if v is not None}
+    from_file = set(file or {}) if file_keys is None else set(file_keys)
+    for layer, name in ((env_values, "env"), (dict(file or {}), "file"), (given, "cli")):
         merged.update(layer)
+        where.update({k: name for k in layer})
     if "arms" in merged:
         merged["arms"] = tuple(parse_arm(a) if isinstance(a, str) else ArmConfig(**a) for a in merged["arms"])
         names = [a.name for a in merged["arms"]]
@@ -219,9 +230,20 @@ def build_run_config(cli: Mapping[str, Any], file: Mapping[str, Any] | None = No
         return RunConfig(**merged)
     except ValidationError as exc:
         err = exc.errors()[0]
+        key = str(err["loc"][0]) if err["loc"] else ""
         field = ".".join(str(p) for p in err["loc"])
-        flag = "--" + field.replace("_", "-")
-        raise ConfigError(f"{flag}: {err['msg']} (got {err.get('input')!r})") from None
+        if where.get(key) == "file" and file_name is not None and key in from_file:
+            label = f"{file_name}: [run] {field}"
+            if err["type"] == "extra_forbidden":
+                close = difflib.get_close_matches(key, list(RunConfig.model_fields), n=1)
+                hint = f" (did you mean {close[0]!r}?)" if close else ""
+                raise ConfigError(f"{label}: unknown key{hint}; [run] takes awm-run's flags, with _ for -, "
+                                  "e.g. concurrency = 64") from None
+        elif where.get(key) == "env":
+            label = f"AWM_{key.upper()}"
+        else:
+            label = "--" + field.replace("_", "-")
+        raise ConfigError(f"{label}: {err['msg']} (got {err.get('input')!r})") from None
 
 
 def _check_sequential(merged: Mapping[str, Any]) -> None:

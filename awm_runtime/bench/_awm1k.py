@@ -33,8 +33,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="world worker processes (default: the runtime's, one per core, 2 to 8)")
     p.add_argument("--model-path", choices=("direct", "litellm"), default="direct",
                    help="how the simulated oracle is reached: direct = in the runtime's process, without litellm, "
-                        "as awm-run's sim/ aliases are (default); litellm = through litellm's custom provider, as "
-                        "they were before issue 32 (transport = \"litellm\")")
+                        "as awm-run's sim/ aliases are (default); litellm = through litellm's custom provider, as an "
+                        "alias with transport = \"litellm\" is")
     p.add_argument("--data", type=Path, default=None, metavar="DIR",
                    help="build the set here and keep it (reused when it is already there); default: a temp dir")
     p.add_argument("--out", type=Path, default=None, metavar="DIR", help="keep the run directory here")

@@ -1,4 +1,4 @@
-"""stall: a slow or hung tool delays only its own episode (head-of-line blocking, issue 31).
+"""stall: a slow or hung tool delays only its own episode (no head-of-line blocking).
 
 Episodes of one scenario start together; each opens its world, makes one call, is verified and closes.
 `slow`: every call takes `--slow-s` (2 s): all episodes should end within `--slow-s` + 0.5 s of their start.

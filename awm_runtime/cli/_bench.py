@@ -23,16 +23,22 @@ def _available() -> dict[str, Any]:
     return out
 
 
-def main(argv: list[str] | None = None) -> int:
-    suites = _available()
+def parser(suites: dict[str, Any] | None = None) -> Parser:
+    """awm-bench's parser: one subcommand per installed suite."""
+    suites = _available() if suites is None else suites
     p = Parser(prog="awm-bench", description="Measure awm-runtime. Prints JSON and a table.")
     sub = p.add_subparsers(dest="suite", required=True, metavar="SUITE")
     for name, module in suites.items():
         sp = sub.add_parser(name, help=(module.__doc__ or "").strip().splitlines()[0])
         module.add_arguments(sp)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    suites = _available()
     if not suites:
         fail("no benchmark suites are installed", "awm-bench")
-    args = p.parse_args(argv)
+    args = parser(suites).parse_args(argv)
 
     def go() -> int:
         from rich.console import Console

@@ -1,4 +1,5 @@
-"""awm-export: turn a run directory into training data (sft, grpo, pairs or atif), one JSON object per line."""
+"""awm-export: turn a run directory into training data (sft, grpo, pairs, atif, fork-pairs, ask-labels), one JSON
+object per line; an export that would hold nothing is exit 2 with why, and an existing file is kept without --force."""
 
 from __future__ import annotations
 
@@ -40,7 +41,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("run", type=Path, metavar="RUN", help="a run directory (the --out of awm-run)")
     p.add_argument("--format", required=True, choices=("sft", "grpo", "pairs", "atif", "fork-pairs", "ask-labels"),
                    dest="fmt")
-    p.add_argument("--out", type=Path, metavar="FILE", help="write JSONL here (default: stdout)")
+    p.add_argument("--out", type=Path, metavar="FILE",
+                   help="write JSONL here (default: stdout); an existing file is kept unless --force")
+    p.add_argument("--force", action="store_true", help="overwrite an existing --out (and --rollouts) file")
     p.add_argument("--rollouts", type=Path, metavar="FILE",
                    help="grpo only: where the rollouts go (default NAME.rollouts.jsonl beside --out; "
                         "not written when the prompts go to stdout)")
@@ -93,15 +96,52 @@ def _lines(args: argparse.Namespace, stats: Any, rollouts: Callable[[dict[str, A
     return pairs(rows, stats, source)
 
 
+def _refuse_overwrite(args: argparse.Namespace, side: Path | None) -> None:
+    """An existing output file is someone's data: never replaced without --force."""
+    for path, flag in ((args.out, "--out"), (side, "--rollouts")):
+        if path is not None and path.exists() and not args.force:
+            raise ConfigError(f"{flag} {path} already exists; pass --force to overwrite it, or choose another file")
+
+
+def _partial(path: Path) -> Path:
+    """Where `path` is written until the export is known to hold something (then renamed over it)."""
+    return path.with_name(f".{path.name}.partial")
+
+
+def why_empty(fmt: str, stats: Any, run: Path, arms: list[str] | None) -> str:
+    """Why an export of `fmt` wrote no line, and what would give it some: the message of its exit 2."""
+    skips = +stats.skipped  # counts of zero are no reason
+    skipped = "; ".join(f"{n} {why}" for why, n in skips.most_common())
+    if stats.records == 0:
+        which = f" of arm {', '.join(arms)}" if arms else ""
+        return f"{run} has no episode records{which}: nothing to export as {fmt}"
+    if fmt == "grpo" and skips.get("not in a group"):
+        return f"{run} has no GRPO groups (its episodes ran without --group-size): run awm-run with --group-size G"
+    if fmt in ("fork-pairs", "ask-labels") and not skips:
+        return (f"{run} is not a fork run (no record continues a checkpoint): fork one with awm-fork RUN --at asks "
+                "--arm ask --arm solo --out DIR, and export that")
+    if fmt == "ask-labels":
+        return (f"no forked state of {run} has both an ask and a solo continuation ({skipped}): fork with "
+                "--arm ask --arm solo")
+    if fmt == "pairs" and not skips:
+        return f"{run} has no expert advice to pair around (no episode asked an expert): run awm-run with an --expert"
+    if fmt == "sft":
+        hint = "; --outcomes chooses which outcomes to keep" if any(w.startswith("outcome ") for w in skips) else ""
+        return f"no episode of {run} is usable as {fmt} ({skipped}){hint}"
+    return f"no episode of {run} gives a {fmt} row ({skipped})"
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
 
     def go() -> int:
-        from awm_runtime.export import ExportStats
+        from awm_runtime.export import ExportStats, open_run
 
         stats = ExportStats()
         side = rollouts_path(args)
-        side_out: IO[bytes] | None = side.open("wb") if side else None
+        _refuse_overwrite(args, side)
+        open_run(args.run)  # not a run directory: one line, before any file is made
+        side_out: IO[bytes] | None = _partial(side).open("wb") if side else None
         written = [0]
 
         def rollout(row: dict[str, Any]) -> None:
@@ -109,27 +149,35 @@ def main(argv: list[str] | None = None) -> int:
             side_out.write(orjson.dumps(row) + b"\n")
             written[0] += 1
 
-        lines = _lines(args, stats, rollout if side_out else None)
-        out: IO[bytes] = args.out.open("wb") if args.out else sys.stdout.buffer
+        partials = [_partial(p) for p in (args.out, side) if p is not None]
         try:
-            for line in lines:
-                out.write(orjson.dumps(line) + b"\n")
-            out.flush()
-        except BrokenPipeError:  # `awm-export RUN ... | head`: the reader has what it wanted
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-            return 0
+            lines = _lines(args, stats, rollout if side_out else None)
+            out: IO[bytes] = _partial(args.out).open("wb") if args.out else sys.stdout.buffer
+            try:
+                for line in lines:
+                    out.write(orjson.dumps(line) + b"\n")
+                out.flush()
+            except BrokenPipeError:  # `awm-export RUN ... | head`: the reader has what it wanted
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+                return 0
+            finally:
+                if args.out:
+                    out.close()
+                if side_out:
+                    side_out.close()
+            if stats.lines == 0:  # nothing written is not a success: say why, leave no empty file behind
+                raise ConfigError(why_empty(args.fmt, stats, args.run, args.arms))
+            for final in (args.out, side):
+                if final is not None:
+                    os.replace(_partial(final), final)
         finally:
-            if args.out:
-                out.close()
-            if side_out:
-                side_out.close()
+            for partial in partials:
+                partial.unlink(missing_ok=True)
         skipped = ", ".join(f"{n} {why}" for why, n in stats.skipped.items()) or "none"
         print(f"awm-export: {stats.lines} {args.fmt} lines from {stats.records} records; skipped: {skipped}",
               file=sys.stderr)
         if side:
             print(f"awm-export: {written[0]} rollouts in {side}", file=sys.stderr)
-        if args.fmt == "grpo" and stats.lines == 0 and stats.skipped.get("not in a group"):
-            print("awm-export: this run has no GRPO groups; run awm-run with --group-size G", file=sys.stderr)
         return 0
 
     return guarded("awm-export", go)

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from awm_runtime._config import ARM_KEYS
 from awm_runtime._errors import ConfigError
 from awm_runtime.cli._common import EXIT_INTERRUPTED, guarded
 
@@ -16,9 +17,10 @@ DESCRIPTION = """Fork a run's episodes from their checkpoints (awm-run --checkpo
 N continuations per arm from each, under the same scheduler, limits, resume and containment as awm-run.
 The prefix is not re-sampled and not re-billed; each record carries fork: {run, episode_id, turn, ...}.
 
-Built-in arms: ask (the expert's advice is given at the fork turn) and solo (ask_expert is refused from
-the fork turn on; solo:turns=K for the next K turns only). Any other NAME continues as the source arm did,
-with the given awm-run arm keys changed (e.g. --arm big:policy=gpt-4.1-mini). With an ask and a solo arm,
+Built-in arms: ask (the expert's advice is given at the fork turn), solo (ask_expert is refused from
+the fork turn on; solo:turns=K for the next K turns only) and continue (as the source arm did). Any other
+NAME must say what it changes: awm-run arm keys (e.g. --arm big:policy=gpt-4.1-mini) or mode=ask|solo|continue;
+a bare unknown name (--arm sloo) is refused. With an ask and a solo arm,
 the summary estimates the value of asking per forked state (docs/forks.md)."""
 FORK_FILE = "fork.json"  # the fork plan's arguments, so that --resume rebuilds the same plan
 
@@ -34,8 +36,9 @@ def parser() -> argparse.ArgumentParser:
                    help="fork after TURN turns (needs --checkpoint every), or before each turn that asked or was "
                         "nudged (asks)")
     p.add_argument("--arm", action="append", dest="arms", metavar="NAME:KEY=VAL,...",
-                   help="a fork arm (repeatable): ask, solo, solo:turns=K, or NAME:KEY=VAL with awm-run's arm keys "
-                        "and mode=ask|solo|continue")
+                   help="a fork arm (repeatable): ask, solo, solo:turns=K, continue, or NAME:KEY=VAL,... with "
+                        f"mode=ask|solo|continue or awm-run's arm keys ({', '.join(ARM_KEYS)}), e.g. "
+                        "--arm ask --arm solo")
     p.add_argument("--repeats", type=int, metavar="N", help="continuations per checkpoint and arm (default 1)")
     p.add_argument("--out", type=Path, required=True, metavar="DIR", help="the fork run's directory")
     p.add_argument("--resume", action="store_true", help="continue the fork run in --out")
@@ -82,6 +85,7 @@ def build(args: argparse.Namespace) -> tuple[Any, Any, dict[str, Any]]:
     )
 
     plan = _plan_args(args)
+    arms = [parse_fork_arm(a) for a in plan["arms"]]  # a misspelled arm is refused before anything else
     run = Path(plan["run"])
     if not (run / "manifest.json").is_file():
         raise ConfigError(f"{run} is not a run directory (no manifest.json): pass the --out of an awm-run")
@@ -89,7 +93,6 @@ def build(args: argparse.Namespace) -> tuple[Any, Any, dict[str, Any]]:
     if at_text != "asks" and not at_text.isdigit():
         raise ConfigError(f"--at {at_text!r}: give a turn (0, 1, ...) or asks")
     at: Any = "asks" if at_text == "asks" else int(at_text)
-    arms = [parse_fork_arm(a) for a in plan["arms"]]
     names = [a.name for a in arms]
     if len(set(names)) != len(names):
         raise ConfigError(f"--arm names must be unique, got {', '.join(names)}")

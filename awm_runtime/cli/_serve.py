@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,7 @@ from typing import Any
 from awm_runtime._errors import ConfigError
 from awm_runtime.cli._common import DISK_HELP, Parser, disk_mib, guarded
 
+SESSIONS_ROOT = "awm-serve-sessions"  # the default --sessions-dir is a fresh folder under it, in the working dir
 DESCRIPTION = """Serve AWM worlds to OpenEnv clients (AWMEnv, TRL) at ws://HOST:PORT/ws: one isolated episode per
 connection, with OpenEnv's frames, observations and hidden tools (verify, done, __list_scenarios__).
 
@@ -49,8 +51,12 @@ def parser() -> argparse.ArgumentParser:
     a("--idle-timeout", type=float, default=1800.0, metavar="S",
       help="close a session that sent nothing for S seconds, 0 = never (default 1800)")
     a("--preload", action="store_true", help="build every scenario before listening (else on first use)")
-    a("--sessions-dir", type=Path, metavar="DIR",
-      help="where `done` writes each episode's trajectory (and, with keep_session, its DBs)")
+    keep = p.add_mutually_exclusive_group()
+    keep.add_argument("--sessions-dir", type=Path, metavar="DIR",
+                      help="where `done` writes each episode's trajectory (and, with keep_session, its DBs); "
+                           f"default {SESSIONS_ROOT}/<timestamp>-<id>, named when the server starts")
+    keep.add_argument("--no-trajectories", action="store_true",
+                      help="write nothing: `done` then answers trajectory_path null")
     a("--judge", metavar="ALIAS", help="model alias that decides SQL-mode verify (default: none: judge_error)")
     a("--config", type=Path, metavar="awm.toml", help="model aliases (for --judge)")
     a("--foreign-keys", action="store_true", help="enforce PRAGMA foreign_keys in world DBs")
@@ -68,6 +74,27 @@ def parser() -> argparse.ArgumentParser:
 
 
 KEEP_ALL = 1 << 30  # keep_idle_scenarios for a server: never evict
+
+
+def sessions_dir(args: argparse.Namespace) -> Path | None:
+    """Where `done` writes trajectories: --sessions-dir, else a fresh folder under SESSIONS_ROOT (as OpenEnv's
+    `done` always carries a trajectory_path); None with --no-trajectories or --stdio (an MCP episode has no
+    `done`). The folder is made by the first `done`, so a server that never ends an episode leaves nothing."""
+    if args.no_trajectories or args.stdio:
+        return None
+    if args.sessions_dir is not None:
+        where = args.sessions_dir
+    else:
+        import uuid
+        from datetime import UTC, datetime
+
+        where = Path(SESSIONS_ROOT) / f"{datetime.now(UTC):%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:6]}"
+    where = where.absolute()
+    existing = next(p for p in (where, *where.parents) if p.exists())
+    if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
+        raise ConfigError(f"--sessions-dir {where}: cannot write under {existing}; choose another "
+                          "--sessions-dir, or --no-trajectories")
+    return where
 
 
 async def _build(args: argparse.Namespace) -> Any:
@@ -95,8 +122,12 @@ async def _build(args: argparse.Namespace) -> Any:
 
         judge = await _judge(args)
     print(f"awm-serve: containment: {containment.statement}", file=sys.stderr, flush=True)
+    kept = sessions_dir(args)
+    if kept is not None:
+        print(f"awm-serve: trajectories: each done writes one under {kept} (--sessions-dir DIR to choose, "
+              "--no-trajectories to turn off)", file=sys.stderr, flush=True)
     options = ServeOptions(max_sessions=args.max_sessions, idle_timeout_s=args.idle_timeout or None,
-                           sessions_dir=args.sessions_dir)
+                           sessions_dir=kept)
     hub = SessionHub(world, options, judge=judge)
     if args.preload:
         for sid, sc in world.dataset.scenarios.items():

@@ -139,16 +139,37 @@ async def _judge(args: argparse.Namespace) -> Any:
     return Judge(client, name=args.judge)
 
 
+def nothing_ran(report: dict[str, Any], scenarios: str) -> str | None:
+    """Why a check that could run no scenario checked nothing (the message of its exit 2), else None."""
+    if report["summary"]["loading_scenarios"]:
+        return None
+    problems = report["problems"]
+    if not report["scenarios"] and not problems:
+        return f"no scenario of {report['worlds']} matches --scenarios {scenarios!r}: nothing was checked"
+    ranked = sorted(problems, key=lambda p: p["line"] is None)[:3]
+    shown = "; ".join(f"{report['worlds']}/{p['file']}" + (f":{p['line']}" if p["line"] else "")
+                      + f": {p['message']}" for p in ranked)
+    more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
+    return f"no scenario of {report['worlds']} can run, so nothing was checked: {shown or 'see above'}{more}"
+
+
 def _check(args: argparse.Namespace) -> int:
+    import sys
+
+    from awm_runtime._printable import printable
+    from awm_runtime.cli._common import EXIT_CONFIG
+
     report = asyncio.run(_run_check(args))
+    failed = nothing_ran(report, args.scenarios)
+    code = EXIT_CONFIG if failed else 0
     if args.json:
         print(json.dumps(report, indent=2, sort_keys=True))
-        return 0
+        if failed:
+            print(printable(f"awm-worlds: error: {failed}", one_line=True), file=sys.stderr)
+        return code
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text
-
-    from awm_runtime._printable import printable
 
     def mark(value: bool | None) -> str:
         return {True: "yes", False: "no", None: "-"}[value]
@@ -184,7 +205,9 @@ def _check(args: argparse.Namespace) -> int:
         task = f" task {problem['task_idx']}" if problem["task_idx"] is not None else ""
         line = f"problem: {where}: {problem['scenario']}{task}: {problem['message']}"
         console.print(printable(line, one_line=True), markup=False, highlight=False)
-    return 0
+    if failed:
+        print(printable(f"awm-worlds: error: {failed}", one_line=True), file=sys.stderr)
+    return code
 
 
 def _pack(args: argparse.Namespace) -> int:

@@ -13,7 +13,7 @@ import httpx
 
 from awm_runtime._errors import ConfigError
 from awm_runtime.models._exceptions import AttemptError
-from awm_runtime.models._registry import ModelConfig
+from awm_runtime.models._registry import ModelConfig, toml_table
 from awm_runtime.models._route import Route
 from awm_runtime.models._transport import transport_for
 
@@ -39,7 +39,7 @@ class _Use:
         """How to fix `what` (api_base, model, api_key_env): in awm.toml, or with the role's flag."""
         flag = {"api_base": "base URL", "model": "model PROVIDER/NAME", "api_key_env": "key-env VAR"}[what]
         option, _, meta = flag.partition(" ")
-        return f"{what} under [models.{self.config.alias}] in awm.toml, or --{self.roles[0]}-{option} {meta}"
+        return f"{what} under {toml_table(self.config.alias)} in awm.toml, or --{self.roles[0]}-{option} {meta}"
 
 
 # Providers whose model list needs their own path and key header (their APIs refuse a bearer token).
@@ -145,7 +145,7 @@ async def _probe_completion(use: _Use, timeout_s: float) -> str | None:
         if exc.kind == "connection":
             return f"{use.label}: cannot reach the endpoint: {exc.detail}; fix {use.flag('api_base')}"
         return (f"{use.label}: a one-line test completion was refused ({exc.kind}): {exc.detail}; check model and "
-                f"params under [models.{cfg.alias}] (or run with --preflight quick)")
+                f"params under {toml_table(cfg.alias)} (or run with --preflight quick)")
     return None
 
 
@@ -160,7 +160,7 @@ async def _tito_problem(use: _Use, timeout_s: float) -> str | None:
     if cfg.api_base and await engine_kind(cfg.api_base, cfg.model, key, timeout_s):
         return None
     return (f"{use.label}: tito = true needs a llama.cpp llama-server or vLLM endpoint that takes token-id prompts, "
-            f"and {cfg.api_base or cfg.model} is neither (a hosted API cannot); drop tito from [models.{cfg.alias}]")
+            f"and {cfg.api_base or cfg.model} is neither (a hosted API cannot); drop tito from {toml_table(cfg.alias)}")
 
 
 async def preflight(roles: Iterable[tuple[str, ModelConfig]], *, mode: PreflightMode = "full",

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import difflib
+import json
+import re
 import tomllib
 from pathlib import Path
 from typing import Any, Literal
@@ -182,7 +184,7 @@ class ModelRegistry:
             hint = f" Did you mean {', '.join(close)}?" if close else ""
             raise ConfigError(
                 f"unknown model alias {alias!r}.{hint} Known: {', '.join(self.names())}. "
-                f"Define it under [models.{alias}] in awm.toml (--config)."
+                f"Define it under {toml_table(alias)} in awm.toml (--config)."
             ) from None
 
     def with_overrides(self, alias: str, **changes: Any) -> ModelRegistry:
@@ -236,13 +238,23 @@ def apply_routes(registry: ModelRegistry, settings: dict[str, Any]) -> ModelRegi
     return registry
 
 
+_BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
+
+
+def toml_table(alias: str, sub: str = "") -> str:
+    """The awm.toml table header of `alias`, valid TOML for any name: `[models.my-policy]`, and
+    `[models."gpt-5.2"]` for a name that needs quotes (a dot would make `[models.gpt-5.2]` a nested table)."""
+    key = alias if _BARE_KEY.match(alias) else json.dumps(alias)  # a JSON string is a TOML basic string here
+    return f"[models.{key}{'.' + sub if sub else ''}]"
+
+
 def _validated(alias: str, fields: dict[str, Any], where: str) -> ModelConfig:
     try:
         return ModelConfig(**{**fields, "alias": alias})
     except ValidationError as exc:
         err = exc.errors()[0]
         loc = ".".join(str(p) for p in err["loc"]) or "model"
-        raise ConfigError(f"{where}: [models.{alias}] {loc}: {err['msg']}") from None
+        raise ConfigError(f"{where}: {toml_table(alias)} {loc}: {err['msg']}") from None
 
 
 def load_registry(path: Path | None = None) -> ModelRegistry:
@@ -256,7 +268,7 @@ def load_registry(path: Path | None = None) -> ModelRegistry:
         raise ConfigError(f"{path}: [models] must be a table of aliases")
     for name, spec in models.items():
         if not isinstance(spec, dict):
-            raise ConfigError(f"{path}: [models.{name}] must be a table")
+            raise ConfigError(f"{path}: {toml_table(name)} must be a table")
         base = aliases[name].model_dump(exclude={"alias"}) if name in aliases else {}
         aliases[name] = _validated(name, {**base, **spec}, str(path))
     return ModelRegistry(aliases, str(path))

@@ -18,13 +18,14 @@ from string import Template
 from typing import Any
 
 from awm_runtime._errors import ConfigError
+from awm_runtime._extras import REPORT_INSTALL
 from awm_runtime.report import _sections as sec
 from awm_runtime.report._ab import economics_section, paired_section
 from awm_runtime.report._collect import RunData
 from awm_runtime.report._compare import load_report
 from awm_runtime.report._markup import esc, figure, note, section, table
 
-MATPLOTLIB_MISSING = "awm-report --html needs matplotlib, which is not installed: pip install 'awm-runtime[report]'"
+MATPLOTLIB_MISSING = f"awm-report --html needs matplotlib, which is not installed: {REPORT_INSTALL}"
 
 
 def require_matplotlib() -> None:

@@ -27,6 +27,7 @@ from awm_runtime.scheduler._plan import parse_task_spec
 Key = tuple[str, str, int, int]
 ForkMode = Literal["continue", "ask", "solo"]
 FILTER_KEYS = ("arm", "scenario", "tasks", "outcome", "episode")
+FORK_MODES: tuple[ForkMode, ...] = ("ask", "solo", "continue")  # also the built-in arm names
 
 
 def read_index(root: Path) -> list[dict[str, Any]]:
@@ -74,13 +75,25 @@ class ForkArm:
 
 
 def parse_fork_arm(text: str) -> ForkArm:
-    """`NAME[:KEY=VAL,...]`: `ask` and `solo` are built in; `mode=ask|solo|continue` and `solo_turns=K`
-    (`turns=K`) choose the behaviour of any name; other keys are awm-run's arm keys (policy, expert, ...)."""
+    """`NAME[:KEY=VAL,...]`: `ask`, `solo` and `continue` are built in; `mode=ask|solo|continue` and
+    `solo_turns=K` (`turns=K`) choose the behaviour of any name; other keys are awm-run's arm keys (policy,
+    expert, ...). A name that is none of the built-ins and says nothing about what it changes (`--arm sloo`)
+    is refused, with the valid names: a bare unknown name is a typo far more often than a copy of the source arm
+    (`--arm NAME:mode=continue` says that on purpose)."""
     name, _, rest = text.partition(":")
-    mode: str = name if name in ("ask", "solo") else "continue"
+    mode: str = name if name in FORK_MODES else "continue"
     solo_turns = None
     kept = []
-    for item in filter(None, rest.split(",")):
+    items = [i for i in rest.split(",") if i]
+    if name not in FORK_MODES and not items:
+        import difflib
+
+        close = difflib.get_close_matches(name, FORK_MODES, n=1, cutoff=0.5)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise ConfigError(f"--arm {text!r}: unknown fork arm {name!r}{hint}; the fork arms are "
+                          f"{', '.join(FORK_MODES)}, or NAME:KEY=VAL,... with mode=ask|solo|continue or awm-run's "
+                          f"arm keys ({', '.join(ARM_KEYS)})")
+    for item in items:
         key, _, value = item.partition("=")
         key = key.strip().replace("-", "_")
         if key == "mode":

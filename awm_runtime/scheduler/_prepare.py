@@ -136,8 +136,14 @@ async def _prepare(config: RunConfig, registry: Any, world: RunWorld, check: boo
     tasks = order_tasks(select_tasks(world.tasks(), scenarios=config.scenarios, task_spec=config.tasks,
                                      split=split), config.seed)
     if not tasks:
+        dataset = getattr(world, "dataset", None)
+        why = ""
+        if dataset is not None and world.problems and not any(sc.runnable for sc in dataset.scenarios.values()):
+            from awm_runtime.worlds._format import where_problems
+
+            why = f": no scenario of it can run: {where_problems(world.problems, dataset.root)}"
         raise ConfigError(f"no tasks match --scenarios {config.scenarios!r} --tasks {config.tasks!r} "
-                          f"--split {config.split} in {world.name} ({len(world.tasks())} tasks loaded)")
+                          f"--split {config.split} in {world.name} ({len(world.tasks())} tasks loaded){why}")
     if config.verifier == "sql" and not config.judge and isinstance(world, AwmWorld):
         raise ConfigError("--verifier sql needs --judge ALIAS: the model that classifies each episode")
     if config.exclude_trivial and not isinstance(world, AwmWorld):

@@ -50,7 +50,10 @@ def mcp_server(hub: SessionHub, *, scenario: str | None = None) -> Server[Any, A
                 await episode.session.close()
             hub.release(episode.slot)
 
-    server: Server[Any, Any] = Server("awm-serve", lifespan=lifespan)
+    from awm_runtime import __version__
+
+    # serverInfo names us, at our version (without `version` the SDK reports its own package's version).
+    server: Server[Any, Any] = Server("awm-serve", version=__version__, lifespan=lifespan)
 
     async def world() -> tuple[_Episode, AwmSession]:
         ctx = server.request_context

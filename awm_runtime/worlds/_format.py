@@ -47,6 +47,15 @@ class LoadProblem:
         return f"{where}: {what}: {self.message}"
 
 
+def where_problems(problems: list[LoadProblem], root: Path | str | None = None, limit: int = 3) -> str:
+    """The first few problems as one line, those with a line number first: what a user fixes when nothing runs.
+    With `root`, each file is named by its path (`DIR/gen_tasks.jsonl:3: ...`)."""
+    ranked = sorted(problems, key=lambda p: p.line is None)  # stable: file order kept within each group
+    shown = [f"{root}/{p}" if root is not None else str(p) for p in ranked[:limit]]
+    more = f" (and {len(problems) - limit} more)" if len(problems) > limit else ""
+    return "; ".join(shown) + more
+
+
 @dataclass(frozen=True, slots=True)
 class RowRef:
     """Where one row sits: its file, 1-based line, and byte span."""

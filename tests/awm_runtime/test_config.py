@@ -61,3 +61,19 @@ def test_ray_address_none_means_this_machine_and_ray_client_is_refused() -> None
     assert build_run_config({}, env={"AWM_RAY": "10.0.0.1:6379"}).ray == "10.0.0.1:6379"
     with pytest.raises(ConfigError, match=r"--ray: .*Ray Client"):
         build_run_config({"ray": "ray://head:10001"}, env={})
+
+
+def test_a_bad_file_key_names_the_file_and_the_key_as_written() -> None:
+    with pytest.raises(ConfigError, match=r"^awm\.toml: \[run\] concurency: unknown key \(did you mean "
+                                          r"'concurrency'\?\)"):
+        build_run_config({}, {"concurency": 8}, env={}, file_name="awm.toml")
+    with pytest.raises(ConfigError, match=r"^awm\.toml: \[run\] max-turns: unknown key \(did you mean 'max_turns'"):
+        build_run_config({}, {"max-turns": 8}, env={}, file_name="awm.toml")
+    with pytest.raises(ConfigError, match=r"^awm\.toml: \[run\] repeats: "):
+        build_run_config({}, {"repeats": 0}, env={}, file_name="awm.toml")
+    with pytest.raises(ConfigError, match=r"^--repeats: "):  # the flag won: it is named as a flag
+        build_run_config({"repeats": 0}, {"repeats": 2}, env={}, file_name="awm.toml")
+    with pytest.raises(ConfigError, match=r"^--repeats: "):  # a key the manifest gave, not the file
+        build_run_config({}, {"repeats": 0}, env={}, file_name="awm.toml", file_keys=())
+    with pytest.raises(ConfigError, match=r"^AWM_REPEATS: "):
+        build_run_config({}, {}, env={"AWM_REPEATS": "0"}, file_name="awm.toml")

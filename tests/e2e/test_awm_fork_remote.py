@@ -39,10 +39,11 @@ def without_rows(tmp_path: Path) -> Path:
 
 
 def fork(source: Path, out: Path, env: dict[str, str]) -> list[dict[str, Any]]:
-    """`awm-fork SOURCE --at 2 --arm again`: each episode continued from its checkpoint after 2 turns."""
+    """`awm-fork SOURCE --at 2 --arm again:mode=continue`: each episode continued from its checkpoint after 2 turns."""
     code = "from awm_runtime.cli import fork_main; raise SystemExit(fork_main())"
-    proc = subprocess.run([sys.executable, "-c", code, str(source), "--at", "2", "--arm", "again", "--out", str(out),
-                           "--quiet"], capture_output=True, text=True, timeout=600, env={**os.environ, **env})
+    proc = subprocess.run([sys.executable, "-c", code, str(source), "--at", "2", "--arm", "again:mode=continue",
+                           "--out", str(out), "--quiet"], capture_output=True, text=True, timeout=600,
+                          env={**os.environ, **env})
     assert proc.returncode == 0, proc.stderr[-3000:]
     return records(out)
 

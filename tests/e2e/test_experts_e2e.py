@@ -80,7 +80,7 @@ def test_export_pairs_and_sft_from_the_run(ab_run: Path, tmp_path: Path) -> None
     rows = [json.loads(line) for line in sft.stdout.splitlines()]
     assert rows and all(m["role"] in ("system", "user", "assistant", "tool") for r in rows for m in r["messages"])
     hint = awm_export(str(ab_run), "--format", "grpo")
-    assert hint.returncode == 0 and hint.stdout == "" and "--group-size" in hint.stderr
+    assert hint.returncode == 2 and hint.stdout == "" and "--group-size" in hint.stderr  # nothing exported
 
 
 @pytest.mark.parametrize(("args", "message"), [(["/no/such/run", "--format", "sft"], "is not a run directory"),

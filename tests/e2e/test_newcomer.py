@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from awm_runtime._extras import REPORT_INSTALL
 from awm_runtime.worlds import BUILTIN_DATA
 from tests.e2e.test_awm_run import awm_run
 
@@ -55,10 +56,10 @@ def test_the_closing_hint_says_what_html_needs_when_matplotlib_is_missing(tmp_pa
     proc = command("run", "--out", str(out), "--policy", "sim/oracle", "--expert", "none", *QUICK, before=hidden)
     assert proc.returncode == 0, proc.stderr
     hint = next(line for line in proc.stderr.splitlines() if line.startswith("report: "))
-    assert hint == (f"report: awm-report {out} --html {out / 'report.html'} (install matplotlib first: pip install "
-                    f"'matplotlib>=3.8,<4')  ·  browse: awm-view {out}")
+    assert hint == (f"report: awm-report {out} --html {out / 'report.html'} (install the report extra first: "
+                    f"{REPORT_INSTALL})  ·  browse: awm-view {out}")
     with_it = command("run", "--out", str(tmp_path / "again"), "--policy", "sim/oracle", "--expert", "none", *QUICK)
-    assert "install matplotlib" not in with_it.stderr and "awm-report" in with_it.stderr
+    assert "install the report extra" not in with_it.stderr and "awm-report" in with_it.stderr
 
 
 def test_worlds_list_never_cuts_a_scenario_name(tmp_path: Path) -> None:

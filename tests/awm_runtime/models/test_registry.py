@@ -68,3 +68,20 @@ def test_retry_policy_defaults_and_overrides() -> None:
     assert dict(base.retries) == dict(DEFAULT_RETRIES) and base.deadline_s == 300
     flat = RetryPolicy.of(ModelConfig(model="openai/m", max_retries=1, retries={"rate_limit": 5}, timeout_s=400))
     assert flat.retries["server"] == 1 and flat.retries["rate_limit"] == 5 and flat.deadline_s == 800
+
+
+@pytest.mark.parametrize("alias", ["mine", "my-policy", "gpt-5.2", "sim/novce", 'odd "quoted" name'])
+def test_toml_table_headers_are_valid_toml_for_any_alias(alias: str) -> None:
+    import tomllib
+
+    from awm_runtime.models._registry import toml_table
+
+    assert tomllib.loads(f"{toml_table(alias)}\nrpm = 1\n") == {"models": {alias: {"rpm": 1}}}
+    assert tomllib.loads(f"{toml_table(alias, 'local_server')}\nport = 1\n") == {
+        "models": {alias: {"local_server": {"port": 1}}}}
+    assert toml_table("gpt-5.2") == '[models."gpt-5.2"]' and toml_table("mine") == "[models.mine]"
+
+
+def test_an_unknown_alias_hint_is_a_valid_table() -> None:
+    with pytest.raises(ConfigError, match=r'Define it under \[models\."gpt-5\.2"\] in awm\.toml'):
+        load_registry().get("gpt-5.2")

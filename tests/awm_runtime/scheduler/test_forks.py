@@ -29,11 +29,21 @@ def test_built_in_and_custom_fork_arms() -> None:
     assert solo3.mode == "solo" and solo3.solo_turns == 3
     big = parse_fork_arm("big:policy=gpt-4.1-mini,mode=ask")
     assert big.mode == "ask" and big.overrides.policy == "gpt-4.1-mini"
-    assert parse_fork_arm("again").mode == "continue"
+    assert parse_fork_arm("continue").mode == "continue" and parse_fork_arm("again:mode=continue").mode == "continue"
+    assert parse_fork_arm("asked:expert=sim/oracle").mode == "continue"  # says what it changes: a custom arm
     for bad, why in (("ask:mode=maybe", "mode must be"), ("solo:turns=0", "positive integer"),
                      ("ask:turns=2", "solo_turns is for solo"), ("x:colour=red", "KEY=VAL")):
         with pytest.raises(ConfigError, match=why):
             parse_fork_arm(bad)
+
+
+def test_a_bare_unknown_fork_arm_is_refused_with_the_valid_names() -> None:
+    with pytest.raises(ConfigError, match=r"unknown fork arm 'sloo' \(did you mean 'solo'\?\); the fork arms are "
+                                          r"ask, solo, continue") as info:
+        parse_fork_arm("sloo")
+    assert "policy, expert" in str(info.value)  # awm-run's arm keys, from ARM_KEYS
+    with pytest.raises(ConfigError, match=r"unknown fork arm 'zzz'; the fork arms"):
+        parse_fork_arm("zzz")
 
 
 def test_filters() -> None:

@@ -143,3 +143,14 @@ def test_rows_are_read_from_disk_when_used_and_a_changed_file_is_an_error(copy: 
     envs.write_text(json.dumps({"scenario": "Other", "full_code": "x"}) + "\n" + envs.read_text())
     with pytest.raises(WorldError, match=r"gen_envs\.jsonl:1: .*changed"):
         ds.source("tiny_notes")
+
+
+def test_where_problems_puts_located_problems_first() -> None:
+    from awm_runtime.worlds._format import LoadProblem, where_problems
+
+    problems = [LoadProblem("gen_tasks.jsonl", "shop", "cannot run"),
+                *(LoadProblem("gen_tasks.jsonl", "?", f"not valid JSON ({n})", line=n) for n in (1, 2, 3, 4))]
+    assert where_problems(problems, "/d") == ("/d/gen_tasks.jsonl:1: ?: not valid JSON (1); /d/gen_tasks.jsonl:2: "
+                                             "?: not valid JSON (2); /d/gen_tasks.jsonl:3: ?: not valid JSON (3) "
+                                             "(and 2 more)")
+    assert where_problems(problems[:1]) == "gen_tasks.jsonl: shop: cannot run"
