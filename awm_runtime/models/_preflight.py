@@ -13,6 +13,7 @@ import httpx
 
 from awm_runtime._errors import ConfigError
 from awm_runtime.models._exceptions import AttemptError
+from awm_runtime.models._reasoning import reasoning_params
 from awm_runtime.models._registry import ModelConfig
 from awm_runtime.models._route import Route
 from awm_runtime.models._transport import transport_for
@@ -122,7 +123,9 @@ async def _probe_completion(use: _Use, timeout_s: float) -> str | None:
     """One real completion of a few tokens through litellm, the way the run will call it."""
     cfg = use.config
     route = Route(use.roles[0], cfg.alias, cfg.model, cfg.api_base, cfg.api_key_env)
-    params = {**cfg.params, "max_tokens": 8}
+    # A few tokens, except for a reasoning alias: Anthropic refuses a thinking budget that is not below max_tokens,
+    # and a reasoning model would spend 8 on thinking; its own max_tokens is what the run will send.
+    params = cfg.params if reasoning_params(cfg.params) else {**cfg.params, "max_tokens": 8}
     if cfg.protocol == "native":
         params["tools"] = [_PROBE_TOOL]  # the tool path imports more of litellm (e.g. its MCP bridge)
     timeout = min(cfg.timeout_s, timeout_s)

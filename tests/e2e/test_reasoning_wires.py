@@ -1,0 +1,128 @@
+"""Reasoning models on each wire, through awm-run as a user configures them (issue 46): Claude with extended thinking
+(its signed thinking blocks must come back before each tool_use), a Gemini thinking model (each function call's
+thought signature must come back) and a vLLM reasoning parser (`reasoning_content`, reasoning tokens). The loopback
+servers refuse what the real APIs refuse, so a lost block or signature fails the episode."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from awm_runtime.testing import FakeAnthropic, FakeGemini, FakeOpenAI, Reply, sim_responder, teach_builtin
+from tests.e2e.test_awm_run import awm_run, records
+
+CLAUDE = "claude-sonnet-4-5-20250929"
+GEMINI = "gemini-3-pro-preview"
+PROBE = [{"role": "user", "content": "Reply with OK."}]
+FAST = "backoff_s = 0.01\nretries = { server = 4, rate_limit = 4 }\nmax_concurrency = 8\n"
+KEY = "reasoning-wire-key-5555"
+
+
+def thinking(inner: Any, text: str = "The last result says what to do next; call the tool it points to.") -> Any:
+    """`inner`'s answers, each with a reasoning text (the servers render it in their own wire)."""
+    def respond(request: dict[str, Any]) -> Reply:
+        if request["messages"] == PROBE:
+            return Reply(content="OK", extra_message={"reasoning_content": "A plain OK will do."})
+        reply = inner(request)
+        reply.extra_message = {**reply.extra_message, "reasoning_content": text}
+        return reply
+    return respond
+
+
+def run(tmp_path: Path, alias_toml: str, *extra: str) -> tuple[Any, Path]:
+    config = tmp_path / "awm.toml"
+    config.write_text(f"[models.agent]\n{alias_toml}\nprotocol = \"native\"\napi_key_env = \"AGENT_KEY\"\n{FAST}")
+    out = tmp_path / "run"
+    proc = awm_run("--config", str(config), "--policy", "agent", "--expert", "none", "--scenarios", "homehub*",
+                   "--tasks", "0-2", "--out", str(out), "--quiet", *extra, env={"AGENT_KEY": KEY})
+    return proc, out
+
+
+def policy_replies(rec: dict[str, Any]) -> list[dict[str, Any]]:
+    return [m for m in rec["messages"] if m["source"] == "policy"]
+
+
+@pytest.mark.parametrize("procs", ["0", "1"])
+def test_claude_with_thinking_runs_multi_turn_tool_episodes_handing_back_its_signed_blocks(
+        tmp_path: Path, procs: str) -> None:
+    teach_builtin()
+    with FakeAnthropic(key=KEY, models=(CLAUDE,), responder=thinking(sim_responder("oracle")),
+                       max_lifetime_s=300) as server:
+        proc, out = run(tmp_path, f'model = "anthropic/{CLAUDE}"\napi_base = "{server.url}"\n'
+                                  'params = { max_tokens = 4096, thinking = { type = "enabled", budget_tokens = 2048 } }',
+                        "--model-procs", procs)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    recs = records(out)
+    assert len(recs) == 3 and all(r["error"] is None and r["outcome"] == "complete" for r in recs), \
+        [(r["outcome"], r["end_reason"], r["error"]) for r in recs]
+    assert server.refused == []
+    assert all(r["tool_calls"] >= 1 for r in recs)
+    # Every later request's final assistant turn starts with the exact block the server signed for it.
+    issued = {}
+    for r in recs:
+        for m in policy_replies(r):
+            blocks = m["provider_state"]["fields"]["thinking_blocks"]
+            assert m["provider_state"]["model"] == f"anthropic/{CLAUDE}" and blocks[0]["signature"]
+            assert m["reasoning"] == blocks[0]["thinking"]
+            issued[blocks[0]["signature"]] = blocks[0]
+    handed_back = [m["content"][0] for body in server.requests for m in body["messages"] if m["role"] == "assistant"]
+    assert handed_back and all(b["type"] == "thinking" and issued[b["signature"]] == b for b in handed_back)
+    # Anthropic's usage does not say how many output tokens were thinking: not reported, never 0.
+    assert all(r["usage"]["policy"]["reasoning_tokens"] is None and r["usage"]["policy"]["completion_tokens"] > 0
+               for r in recs)
+    economics = json.loads((out / "summary.json").read_text())["arms"]["main"]["economics"]
+    assert economics["reasoning_tokens_per_episode"] is None
+    assert economics["reasoning_note"] == "not reported by policy agent"
+
+
+def test_a_gemini_thinking_model_gets_every_thought_signature_back_and_its_thought_tokens_counted(
+        tmp_path: Path) -> None:
+    teach_builtin()
+    with FakeGemini(key=KEY, models=(GEMINI,), thinking=True, responder=thinking(sim_responder("oracle")),
+                    max_lifetime_s=300) as server:
+        proc, out = run(tmp_path, f'model = "gemini/{GEMINI}"\napi_base = "{server.url}"\n'
+                                  'params = { max_tokens = 2048 }', "--model-procs", "0")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    recs = records(out)
+    assert len(recs) == 3 and all(r["error"] is None and r["outcome"] == "complete" for r in recs), \
+        [(r["outcome"], r["end_reason"], r["error"]) for r in recs]
+    assert server.refused == [] and server.signatures.dummies == 0  # no call lost its signature, none replaced
+    sent = [p["thoughtSignature"] for body in server.requests for c in body["contents"] if c["role"] == "model"
+            for p in c["parts"] if "functionCall" in p or "function_call" in p]
+    assert sent and set(sent) <= server.signatures.issued
+    for r in recs:  # thoughtsTokenCount, inside completion_tokens and counted once
+        used = r["usage"]["policy"]
+        assert used["reasoning_tokens"] == used["calls"] * max(1, len(
+            "The last result says what to do next; call the tool it points to.") // 4)
+        assert used["completion_tokens"] > used["reasoning_tokens"]
+
+
+def test_a_vllm_reasoning_parser_has_its_reasoning_kept_handed_back_counted_and_tabled(tmp_path: Path) -> None:
+    teach_builtin()
+    with FakeOpenAI(key=KEY, models=("qwen3",), responder=thinking(sim_responder("oracle")),
+                    max_lifetime_s=300) as server:
+        proc, out = run(tmp_path, f'model = "hosted_vllm/qwen3"\napi_base = "{server.url}"')
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    recs = records(out)
+    assert len(recs) == 3 and all(r["error"] is None and r["outcome"] == "complete" for r in recs)
+    text = "The last result says what to do next; call the tool it points to."
+    for r in recs:
+        assert all(m["reasoning"] == text for m in policy_replies(r))
+        assert r["usage"]["policy"]["reasoning_tokens"] == r["usage"]["policy"]["calls"] * (len(text) // 4)
+    later = [m for body in server.requests for m in body["messages"] if m["role"] == "assistant"]
+    assert later and all(m["reasoning_content"] == text for m in later)
+    assert not any("provider_state" in m or "source" in m for m in later)  # only what the wire knows
+    # The economics: reasoning tokens per episode beside the output tokens they are part of.
+    economics = json.loads((out / "summary.json").read_text())["arms"]["main"]["economics"]
+    calls = sum(r["usage"]["policy"]["calls"] for r in recs)
+    assert economics["reasoning_tokens_per_episode"] == round(calls * (len(text) // 4) / 3, 1)
+    assert economics["output_tokens_per_episode"] > economics["reasoning_tokens_per_episode"]
+    from tests.e2e.conftest import awm_command
+
+    report = awm_command("report", str(out))
+    assert report.returncode == 0, report.stderr[-2000:]
+    line = next(line for line in report.stdout.splitlines() if "of which reasoning" in line)
+    assert f"{economics['reasoning_tokens_per_episode']:,.0f}" in line
