@@ -9,6 +9,7 @@ from typing import Any
 from awm_runtime._interfaces import PolicyTurn
 from awm_runtime._types import Message, ModelRef, Source, Task, ToolSpec
 from awm_runtime.models import ModelClient
+from awm_runtime.models._reasoning import state_for
 from awm_runtime.models._tito import delta_ids, with_sequence
 from awm_runtime.policies.protocols import ToolProtocol
 from awm_runtime.policies.protocols._carry import MAX_ARGUMENT_BYTES, ArgumentLimits
@@ -70,7 +71,7 @@ class ChatPolicy:
 
     async def act(self, messages: Sequence[Message], tools: Sequence[ToolSpec], *, seed: int = 0) -> PolicyTurn:
         started = time.perf_counter()
-        wire = self.speaker.wire(messages)
+        wire = self.speaker.wire(messages, self.client.config.model)
         tito = self.client.config.tito
         if tito:  # token in, token out: the episode's exact tokens so far travel with the transcript
             wire = with_sequence(wire, messages)
@@ -84,6 +85,7 @@ class ChatPolicy:
             logprobs=reply.logprobs, token_ids=reply.token_ids, finish_reason=reply.finish_reason,
             prompt_token_ids=reply.prompt_token_ids,
             prompt_delta_ids=delta_ids(reply, wire) if tito else None,
+            provider_state=state_for(self.client.config.model, reply.provider_fields),
         )
         return PolicyTurn(message=message, action=parsed.action, warnings=parsed.warnings,
                           usage=reply.usage, elapsed_s=time.perf_counter() - started)
