@@ -125,7 +125,7 @@ async def _probe_completion(use: _Use, timeout_s: float) -> str | None:
     route = Route(use.roles[0], cfg.alias, cfg.model, cfg.api_base, cfg.api_key_env)
     # A few tokens, except for a reasoning alias: Anthropic refuses a thinking budget that is not below max_tokens,
     # and a reasoning model would spend 8 on thinking; its own max_tokens is what the run will send.
-    params = cfg.params if reasoning_params(cfg.params) else {**cfg.params, "max_tokens": 8}
+    params = {**cfg.params} if reasoning_params(cfg.params) else {**cfg.params, "max_tokens": 8}
     if cfg.protocol == "native":
         params["tools"] = [_PROBE_TOOL]  # the tool path imports more of litellm (e.g. its MCP bridge)
     timeout = min(cfg.timeout_s, timeout_s)

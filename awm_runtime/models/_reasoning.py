@@ -46,10 +46,11 @@ def reasoning_params(params: dict[str, Any]) -> dict[str, Any]:
 
 def _plain(value: Any) -> Any:
     """A litellm object (pydantic, or our wire view) as plain JSON-able data."""
-    if hasattr(value, "model_dump"):
+    data = getattr(value, "_data", None)
+    if isinstance(data, dict):  # models/_http.py's attribute view over parsed JSON
+        return _plain(data)
+    if callable(getattr(value, "model_dump", None)):
         return _plain(value.model_dump())
-    if hasattr(value, "_data"):  # models/_http.py's attribute view over parsed JSON
-        return _plain(value._data)
     if isinstance(value, dict):
         return {str(k): _plain(v) for k, v in value.items()}
     if isinstance(value, list | tuple):

@@ -19,6 +19,7 @@ GEMINI = "gemini-3-pro-preview"
 PROBE = [{"role": "user", "content": "Reply with OK."}]
 FAST = "backoff_s = 0.01\nretries = { server = 4, rate_limit = 4 }\nmax_concurrency = 8\n"
 KEY = "reasoning-wire-key-5555"
+CLAUDE_THINKING = 'params = { max_tokens = 4096, thinking = { type = "enabled", budget_tokens = 2048 } }\n'
 
 
 def thinking(inner: Any, text: str = "The last result says what to do next; call the tool it points to.") -> Any:
@@ -51,8 +52,7 @@ def test_claude_with_thinking_runs_multi_turn_tool_episodes_handing_back_its_sig
     teach_builtin()
     with FakeAnthropic(key=KEY, models=(CLAUDE,), responder=thinking(sim_responder("oracle")),
                        max_lifetime_s=300) as server:
-        proc, out = run(tmp_path, f'model = "anthropic/{CLAUDE}"\napi_base = "{server.url}"\n'
-                                  'params = { max_tokens = 4096, thinking = { type = "enabled", budget_tokens = 2048 } }',
+        proc, out = run(tmp_path, f'model = "anthropic/{CLAUDE}"\napi_base = "{server.url}"\n{CLAUDE_THINKING}',
                         "--model-procs", procs)
     assert proc.returncode == 0, proc.stderr[-3000:]
     recs = records(out)
@@ -126,3 +126,54 @@ def test_a_vllm_reasoning_parser_has_its_reasoning_kept_handed_back_counted_and_
     assert report.returncode == 0, report.stderr[-2000:]
     line = next(line for line in report.stdout.splitlines() if "of which reasoning" in line)
     assert f"{economics['reasoning_tokens_per_episode']:,.0f}" in line
+
+
+def test_claude_with_thinking_survives_a_kill_9_and_resume_mid_episode_and_a_fork(tmp_path: Path) -> None:
+    """The signed blocks are part of the checkpointed transcript: the resumed and the forked episodes hand them back."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from tests.e2e.test_resume_mid_episode import checkpoints
+    from tests.e2e.test_resume_shutdown import wait_for
+
+    teach_builtin()
+    oracle = thinking(sim_responder("oracle"))
+
+    def slow(request: dict[str, Any]) -> Reply:
+        reply = oracle(request)
+        reply.delay_s = 0.0 if request["messages"] == PROBE else 0.15
+        return reply
+
+    env = {**os.environ, "AGENT_KEY": KEY}
+    cmd = [sys.executable, "-c", "from awm_runtime.cli import run_main; raise SystemExit(run_main())"]
+    with FakeAnthropic(key=KEY, models=(CLAUDE,), responder=slow, max_lifetime_s=300) as server:
+        config = tmp_path / "awm.toml"
+        config.write_text(f'[models.agent]\nmodel = "anthropic/{CLAUDE}"\napi_base = "{server.url}"\n{CLAUDE_THINKING}'
+                          f'protocol = "native"\napi_key_env = "AGENT_KEY"\n{FAST}')
+        out, fork = tmp_path / "run", tmp_path / "fork"
+        proc = subprocess.Popen([*cmd, "--config", str(config), "--policy", "agent", "--expert", "none",
+                                 "--scenarios", "homehub*", "--tasks", "0-3", "--out", str(out), "--quiet",
+                                 "--checkpoint", "every", "--concurrency", "4", "--model-procs", "0"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        try:
+            wait_for(lambda: checkpoints(out) >= 4 or proc.poll() is not None)
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait(30)
+        finally:
+            proc.kill()
+            proc.communicate()
+        resumed = awm_run("--out", str(out), "--resume", "--quiet", env={"AGENT_KEY": KEY})
+        assert resumed.returncode == 0, resumed.stderr[-3000:]
+        forked = subprocess.run([sys.executable, "-c", "from awm_runtime.cli import fork_main; "
+                                 "raise SystemExit(fork_main())", str(out), "--at", "1", "--arm", "again",
+                                 "--out", str(fork), "--quiet"], capture_output=True, text=True, env=env, timeout=600)
+        assert forked.returncode == 0, forked.stderr[-3000:]
+    recs, fork_recs = records(out), records(fork)
+    assert len(recs) == 4 and all(r["error"] is None and r["outcome"] == "complete" for r in recs)
+    assert any(r["resumed_from"] for r in recs), "the kill found no episode in flight"
+    assert fork_recs and all(r["error"] is None and r["outcome"] == "complete" for r in fork_recs)
+    assert server.refused == []  # no request lost a block, across the kill, the resume and the fork
+    for r in (*recs, *fork_recs):
+        assert all(m["provider_state"]["fields"]["thinking_blocks"] for m in policy_replies(r))
