@@ -23,17 +23,21 @@ class ChatPolicy:
     """Any litellm model as the agent. Shared by concurrent episodes: it holds no episode state.
 
     `protocol` overrides the alias's; `enable_thinking` (None = the server's default) is sent as
-    vLLM's `chat_template_kwargs`, merged over any the alias's params already set.
+    vLLM's `chat_template_kwargs`, merged over any the alias's params already set. `reasoning_effort` and
+    `thinking_budget` (an arm's, docs/models.md "Reasoning models") go over the alias's params.
     """
 
     def __init__(self, client: ModelClient, *, protocol: str | None = None, tool_result_chars: int = 3000,
                  tool_result_role: str | None = None, enable_thinking: bool | None = None,
-                 max_argument_bytes: int = MAX_ARGUMENT_BYTES) -> None:
+                 max_argument_bytes: int = MAX_ARGUMENT_BYTES, reasoning_effort: str | None = None,
+                 thinking_budget: int | None = None) -> None:
         self.client = client
         self.speaker = ToolProtocol(protocol or client.config.protocol, tool_result_chars=tool_result_chars,
                                     tool_result_role=tool_result_role or client.config.tool_result_role,
                                     limits=ArgumentLimits(max_bytes=max_argument_bytes))
         self.enable_thinking = enable_thinking
+        self.reasoning_effort = reasoning_effort
+        self.thinking_budget = thinking_budget
 
     @property
     def protocol(self) -> str:
@@ -58,6 +62,16 @@ class ChatPolicy:
         if self.enable_thinking is not None:
             kwargs = dict(config.params.get("chat_template_kwargs") or {})
             params["chat_template_kwargs"] = {**kwargs, "enable_thinking": self.enable_thinking}
+        # An arm's reasoning, over the alias's: either switch replaces the other the alias set (None: litellm
+        # leaves a param out), so the arm's is what the provider gets.
+        if self.reasoning_effort is not None:
+            params["reasoning_effort"] = self.reasoning_effort
+            if "thinking" in config.params:
+                params["thinking"] = None
+        if self.thinking_budget is not None:  # Anthropic's extended thinking with this budget
+            params["thinking"] = {"type": "enabled", "budget_tokens": self.thinking_budget}
+            if "reasoning_effort" in config.params:
+                params["reasoning_effort"] = None
         if config.logprobs:
             params["logprobs"] = True
             # One alternative per token, unless the alias asks for more: llama.cpp sends 20 when this is

@@ -61,3 +61,14 @@ def test_ray_address_none_means_this_machine_and_ray_client_is_refused() -> None
     assert build_run_config({}, env={"AWM_RAY": "10.0.0.1:6379"}).ray == "10.0.0.1:6379"
     with pytest.raises(ConfigError, match=r"--ray: .*Ray Client"):
         build_run_config({"ray": "ray://head:10001"}, env={})
+
+
+def test_an_arm_sets_the_policy_s_reasoning_effort_or_thinking_budget() -> None:
+    from awm_runtime._config import parse_arm
+
+    assert parse_arm("high:reasoning_effort=high").reasoning_effort == "high"
+    assert parse_arm("big:thinking_budget=8000").thinking_budget == 8000
+    with pytest.raises(ConfigError, match="reasoning_effort"):
+        parse_arm("x:reasoning_effort=extreme")
+    with pytest.raises(ConfigError, match="thinking_budget"):
+        parse_arm("x:thinking_budget=100")  # Anthropic's minimum is 1,024

@@ -177,3 +177,44 @@ def test_claude_with_thinking_survives_a_kill_9_and_resume_mid_episode_and_a_for
     assert server.refused == []  # no request lost a block, across the kill, the resume and the fork
     for r in (*recs, *fork_recs):
         assert all(m["provider_state"]["fields"]["thinking_blocks"] for m in policy_replies(r))
+
+
+def test_an_effort_a_b_on_one_claude_alias_is_paired_with_cost_and_latency_per_success(tmp_path: Path) -> None:
+    """`--arm low:reasoning_effort=low --arm high:reasoning_effort=high`: litellm turns each effort into Anthropic's
+    thinking budget; on this server a bigger budget thinks longer (costs more) and solves what the small one does
+    not. A third arm sets the budget itself."""
+    teach_builtin()
+    oracle = sim_responder("oracle")
+    budgets: list[int] = []
+
+    def by_budget(request: dict[str, Any]) -> Reply:
+        """A big budget solves every task; a small one gives up at once on the tasks of odd-length text."""
+        budget = int((request.get("thinking") or {}).get("budget_tokens") or 0)
+        budgets.append(budget)
+        if request["messages"] == PROBE:
+            return Reply(content="OK")
+        task = next(m["content"] for m in request["messages"] if m["role"] == "user")
+        reply = oracle(request) if budget >= 4096 or len(task) % 2 == 0 else Reply(content="Nothing to do here.")
+        reply.extra_message = {"reasoning_content": "Think it through. " * (budget // 64)}
+        return reply
+
+    with FakeAnthropic(key=KEY, models=(CLAUDE,), responder=by_budget, max_lifetime_s=300) as server:
+        proc, out = run(tmp_path, f'model = "anthropic/{CLAUDE}"\napi_base = "{server.url}"\n'
+                                  'params = { max_tokens = 8192 }', "--tasks", "0-4", "--arm",
+                        "low:reasoning_effort=low", "--arm", "high:reasoning_effort=high", "--arm",
+                        "budget:thinking_budget=4096", "--model-procs", "0")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert server.refused == [] and {1024, 4096} <= set(budgets)
+    recs = records(out)
+    assert all(r["error"] is None for r in recs) and len(recs) == 15
+    summary = json.loads((out / "summary.json").read_text())
+    arms = summary["arms"]
+    low, high, budget = (arms[a]["economics"] for a in ("low", "high", "budget"))
+    assert high["output_tokens_per_episode"] > low["output_tokens_per_episode"]
+    assert high["cost_known"] and high["usd_per_completed_task"] is not None
+    assert high["model_calls"]["policy"]["latency"]["p50_s"] is not None
+    assert budget["output_tokens_per_episode"] == pytest.approx(high["output_tokens_per_episode"], rel=0.3)
+    complete = {a: sum(r["outcome"] == "complete" for r in recs if r["arm"] == a) for a in ("low", "high")}
+    assert complete["high"] == 5 and complete["high"] >= complete["low"]
+    pair = next(c for c in summary["paired"] if (c["a"], c["b"]) == ("low", "high"))
+    assert pair["design"] == "paired" and pair["pairs"] == 5 and pair["completion_diff"] > 0
