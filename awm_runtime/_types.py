@@ -147,6 +147,10 @@ class Message(_Model):
     # "provider_specific_fields": litellm's (Gemini thought signatures ...), "reasoning_content": vLLM's}}.
     # `to_openai(model)` hands the fields back to that model only (models/_reasoning.py).
     provider_state: dict[str, Any] | None = None
+    # On a policy reply: its request asked the model to reason, but the previous reply's tool call went back without
+    # that model's reasoning state (a transcript from another model or an older run): the provider refused it, or
+    # answered without its earlier thinking (litellm's modify_params, Gemini's dummy signature). Counted per arm.
+    reasoning_dropped: bool | None = None
 
     def to_openai(self, model: str | None = None) -> dict[str, Any]:
         """The message as OpenAI chat sends it; with `model`, plus the provider state `model` itself returned."""

@@ -9,7 +9,7 @@ from typing import Any
 from awm_runtime._interfaces import PolicyTurn
 from awm_runtime._types import Message, ModelRef, Source, Task, ToolSpec
 from awm_runtime.models import ModelClient
-from awm_runtime.models._reasoning import state_for
+from awm_runtime.models._reasoning import modify_params_on, reasoning_params, state_for, state_missing, warn_once
 from awm_runtime.models._tito import delta_ids, with_sequence
 from awm_runtime.policies.protocols import ToolProtocol
 from awm_runtime.policies.protocols._carry import MAX_ARGUMENT_BYTES, ArgumentLimits
@@ -38,6 +38,13 @@ class ChatPolicy:
         self.enable_thinking = enable_thinking
         self.reasoning_effort = reasoning_effort
         self.thinking_budget = thinking_budget
+        config = client.config
+        asked = reasoning_params({**config.params, **self.request_params(0)})
+        if asked and modify_params_on() and not config.simulated:
+            warn_once("litellm_modify_params", config.alias,
+                      "litellm.modify_params is on: litellm drops `thinking` from any request whose last tool call "
+                      "has no thinking blocks, silently; this run hands them back, and counts the episodes where it "
+                      "could not (reasoning_dropped_episodes)")
 
     @property
     def protocol(self) -> str:
@@ -89,8 +96,15 @@ class ChatPolicy:
         tito = self.client.config.tito
         if tito:  # token in, token out: the episode's exact tokens so far travel with the transcript
             wire = with_sequence(wire, messages)
-        reply = await self.client.complete(wire, tools=self.speaker.native_tools(tools),
-                                           params=self.request_params(seed))
+        params = self.request_params(seed)
+        dropped = state_missing(messages, self.client.config.model, {**self.client.config.params, **params})
+        if dropped:
+            warn_once("reasoning_state_missing", self.client.config.alias,
+                      "a request asked the model to reason but the previous tool call went back without its reasoning "
+                      "state (a transcript from another model or an older run): Anthropic refuses it, litellm's "
+                      "modify_params drops thinking for the turn, Gemini 3 answers without its earlier thoughts; "
+                      "the summary counts the episodes (reasoning_dropped_episodes)")
+        reply = await self.client.complete(wire, tools=self.speaker.native_tools(tools), params=params)
         parsed = self.speaker.parse(reply.content, reply.tool_calls, tools, call_id=self.speaker.call_id(messages),
                                     finish_reason=reply.finish_reason, reasoning=reply.reasoning)
         message = Message(
@@ -100,6 +114,7 @@ class ChatPolicy:
             prompt_token_ids=reply.prompt_token_ids,
             prompt_delta_ids=delta_ids(reply, wire) if tito else None,
             provider_state=state_for(self.client.config.model, reply.provider_fields),
+            reasoning_dropped=True if dropped else None,
         )
         return PolicyTurn(message=message, action=parsed.action, warnings=parsed.warnings,
                           usage=reply.usage, elapsed_s=time.perf_counter() - started)

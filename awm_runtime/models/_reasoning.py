@@ -22,7 +22,18 @@ Claude 4 models), not what was billed: the runtime records it as not reported (N
 
 from __future__ import annotations
 
-from typing import Any
+import os
+import sys
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from awm_runtime._log import get_logger
+
+if TYPE_CHECKING:
+    from awm_runtime._types import Message
+
+log = get_logger("awm_runtime.models")
+_warned: set[tuple[str, str]] = set()  # (event, alias): each said once per process
 
 # The assistant-message fields a provider reads back on later requests, as litellm's message or the OpenAI wire
 # name them.
@@ -110,3 +121,32 @@ def reasoning_tokens(raw_usage: Any, fields: dict[str, Any] | None) -> int | Non
     if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
         return None
     return int(value)
+
+
+def state_missing(messages: Sequence[Message], model: str, params: dict[str, Any]) -> bool:
+    """Whether a request that asks `model` to reason goes out without the reasoning state of the reply it answers:
+    the last assistant message made tool calls and holds no state of `model`'s (Anthropic then refuses the request,
+    litellm's modify_params drops thinking for it, Gemini 3 gets a dummy signature)."""
+    if not reasoning_params(params):
+        return False
+    last = next((m for m in reversed(messages) if m.role == "assistant"), None)
+    if last is None or not last.tool_calls:
+        return False
+    return not (last.provider_state and last.provider_state.get("model") == model)
+
+
+def warn_once(event: str, alias: str, note: str) -> None:
+    """A warning with the alias, once per process and alias (the run's summary counts the episodes)."""
+    if (event, alias) in _warned:
+        return
+    _warned.add((event, alias))
+    log.warning(event, alias=alias, note=note)
+
+
+def modify_params_on() -> bool:
+    """Whether litellm will rewrite requests (LITELLM_MODIFY_PARAMS, or litellm.modify_params set in this process):
+    it then drops `thinking` from a request whose last tool call has no thinking blocks, saying nothing."""
+    if os.environ.get("LITELLM_MODIFY_PARAMS", "").strip().lower() in ("1", "true", "yes", "on"):
+        return True
+    module = sys.modules.get("litellm")
+    return bool(getattr(module, "modify_params", False)) if module is not None else False

@@ -218,3 +218,46 @@ def test_an_effort_a_b_on_one_claude_alias_is_paired_with_cost_and_latency_per_s
     assert complete["high"] == 5 and complete["high"] >= complete["low"]
     pair = next(c for c in summary["paired"] if (c["a"], c["b"]) == ("low", "high"))
     assert pair["design"] == "paired" and pair["pairs"] == 5 and pair["completion_diff"] > 0
+
+
+def test_a_fork_into_claude_thinking_from_another_model_s_transcript_is_said_and_counted(tmp_path: Path) -> None:
+    """The forked prefix's tool calls were another model's: no signed block can go back. Anthropic refuses such a
+    request (a model error, not the agent's); with LITELLM_MODIFY_PARAMS litellm drops thinking for it instead, which
+    the run says once and counts, never silently."""
+    import os
+    import subprocess
+    import sys
+
+    teach_builtin()
+    env = {**os.environ, "AGENT_KEY": KEY}
+    fork_cmd = [sys.executable, "-c", "from awm_runtime.cli import fork_main; raise SystemExit(fork_main())"]
+    with FakeOpenAI(key=KEY, responder=sim_responder("oracle"), max_lifetime_s=300) as gpt, \
+            FakeAnthropic(key=KEY, models=(CLAUDE,), responder=thinking(sim_responder("oracle")),
+                          max_lifetime_s=300) as claude:
+        config = tmp_path / "awm.toml"
+        config.write_text(f'[models.agent]\nmodel = "openai/fake-model"\napi_base = "{gpt.url}"\n'
+                          f'protocol = "native"\napi_key_env = "AGENT_KEY"\n{FAST}\n'
+                          f'[models.claude]\nmodel = "anthropic/{CLAUDE}"\napi_base = "{claude.url}"\n{CLAUDE_THINKING}'
+                          f'protocol = "native"\napi_key_env = "AGENT_KEY"\n{FAST}')
+        out = tmp_path / "run"
+        proc = awm_run("--config", str(config), "--policy", "agent", "--expert", "none", "--scenarios", "homehub*",
+                       "--tasks", "0-1", "--out", str(out), "--quiet", "--checkpoint", "every", env={"AGENT_KEY": KEY})
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        runs = {}
+        for name, extra in (("refused", {}), ("dropped", {"LITELLM_MODIFY_PARAMS": "True"})):
+            runs[name] = subprocess.run([*fork_cmd, str(out), "--at", "1", "--arm", "claude:policy=claude",
+                                         "--out", str(tmp_path / name)], capture_output=True, text=True,
+                                        env={**env, **extra}, timeout=600)
+    for proc in runs.values():
+        assert proc.returncode == 0, proc.stderr[-3000:]
+    refused, dropped = records(tmp_path / "refused"), records(tmp_path / "dropped")
+    assert refused and all(r["outcome"] == "error" and r["end_reason"] == "model_error"
+                           and "found `tool_use`" in r["error"]["message"] for r in refused)
+    assert dropped and all(r["error"] is None for r in dropped)
+    summary = json.loads((tmp_path / "dropped" / "summary.json").read_text())
+    assert summary["arms"]["claude"]["reasoning_dropped_episodes"] == len(dropped)
+    said = [json.loads(line) for line in (tmp_path / "dropped" / "events.jsonl").read_text().splitlines()]
+    missing = [e for e in said if e.get("event") == "reasoning_state_missing"]
+    assert len(missing) == 1 and missing[0]["alias"] == "claude"  # once per run (one process), with the alias
+    assert "litellm_modify_params" in runs["dropped"].stderr and "alias=claude" in runs["dropped"].stderr
+    assert "litellm_modify_params" not in runs["refused"].stderr

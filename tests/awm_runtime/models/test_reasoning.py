@@ -108,3 +108,25 @@ def test_provider_fields_reads_pydantic_objects_as_plain_json() -> None:
 
     assert provider_fields(Msg()) == {"thinking_blocks": [BLOCK], "provider_specific_fields": {
         "thought_signatures": ["a", "b"]}}
+
+
+def test_a_reasoning_request_without_the_state_of_the_call_it_answers_is_missing_state(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from awm_runtime.models._reasoning import modify_params_on, state_missing
+
+    call = [{"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}]
+    on = {"thinking": {"type": "enabled", "budget_tokens": 1024}}
+    own = state_for("anthropic/c", {"thinking_blocks": [BLOCK]})
+    user = Message(role="user", content="go", source="system")
+    theirs = Message(role="assistant", content=None, source="policy", tool_calls=call)
+    ours = Message(role="assistant", content=None, source="policy", tool_calls=call, provider_state=own)
+    answer = Message(role="assistant", content="done", source="policy")
+    assert state_missing([user, theirs], "anthropic/c", on)
+    assert not state_missing([user, theirs], "anthropic/c", {})  # reasoning not asked for
+    assert not state_missing([user, ours], "anthropic/c", on)
+    assert state_missing([user, ours], "anthropic/other", on)  # another model's blocks are no use
+    assert not state_missing([user], "anthropic/c", on) and not state_missing([user, answer], "anthropic/c", on)
+    monkeypatch.setenv("LITELLM_MODIFY_PARAMS", "True")
+    assert modify_params_on()
+    monkeypatch.setenv("LITELLM_MODIFY_PARAMS", "false")
+    assert modify_params_on() is (getattr(__import__("sys").modules.get("litellm"), "modify_params", False) is True)
