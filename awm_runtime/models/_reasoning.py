@@ -150,3 +150,18 @@ def modify_params_on() -> bool:
         return True
     module = sys.modules.get("litellm")
     return bool(getattr(module, "modify_params", False)) if module is not None else False
+
+
+def exhausted(reply: Any, role: str, alias: str, params: dict[str, Any]) -> str | None:
+    """The one-line configuration error of a reply that came back empty because the model spent its whole
+    max_tokens (reasoning, most often: `finish_reason` length, no content, no tool call), else None. For a judge or
+    an expert this is the alias's setting, never the agent's doing."""
+    if getattr(reply, "finish_reason", None) != "length" or (getattr(reply, "content", None) or "").strip() \
+            or getattr(reply, "tool_calls", None):
+        return None
+    limit = params.get("max_tokens") or params.get("max_completion_tokens")
+    usage = getattr(reply, "usage", None)
+    spent = getattr(usage, "reasoning_tokens", None)
+    thought = f", {spent} of them reasoning" if spent else " (reasoning, for a reasoning model)"
+    return (f"{role} model {alias!r} used its whole max_tokens ({limit if limit else 'the provider default'})"
+            f"{thought} and returned no answer: raise max_tokens under [models.{alias}] in awm.toml")

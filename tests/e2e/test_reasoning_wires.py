@@ -261,3 +261,29 @@ def test_a_fork_into_claude_thinking_from_another_model_s_transcript_is_said_and
     assert len(missing) == 1 and missing[0]["alias"] == "claude"  # once per run (one process), with the alias
     assert "litellm_modify_params" in runs["dropped"].stderr and "alias=claude" in runs["dropped"].stderr
     assert "litellm_modify_params" not in runs["refused"].stderr
+
+
+def test_a_reasoning_judge_or_expert_out_of_max_tokens_is_a_configuration_error_of_its_alias(tmp_path: Path) -> None:
+    """All of max_tokens spent on reasoning, no answer: the episode is an infrastructure error naming the alias and
+    the fix, never the agent's failure and never judge_unclassified; the preflight already said so."""
+    teach_builtin()
+    out_of_tokens = Reply(content="", extra_message={"reasoning_content": "Let me weigh every criterion. " * 20},
+                          extra_choice={"finish_reason": "length"})
+    with FakeOpenAI(key=KEY, models=("thinker",), default=out_of_tokens, max_lifetime_s=300) as server:
+        config = tmp_path / "awm.toml"
+        config.write_text(f'[models.thinker]\nmodel = "hosted_vllm/thinker"\napi_base = "{server.url}"\n'
+                          f'api_key_env = "AGENT_KEY"\nparams = {{ max_tokens = 64, reasoning_effort = "high" }}\n{FAST}')
+        out = tmp_path / "run"
+        proc = awm_run("--config", str(config), "--policy", "sim/novice", "--expert", "thinker", "--judge", "thinker",
+                       "--verifier", "sql", "--expert-calls", "1", "--scenarios", "homehub*,shopfront*", "--tasks",
+                       "0-3", "--out", str(out), env={"AGENT_KEY": KEY})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "reasoning_max_tokens" in proc.stderr and "raise max_tokens under [models.thinker]" in proc.stderr
+    recs = records(out)
+    assert recs and all(r["outcome"] == "error" for r in recs)
+    assert {r["end_reason"] for r in recs} <= {"judge_error", "model_error"} and "judge_unclassified" not in {
+        r["verdict"] for r in recs}
+    for r in recs:
+        said = r["error"]["message"] if r["error"] else r["end_detail"] or json.dumps(r["verdict_detail"])
+        assert "raise max_tokens under [models.thinker]" in json.dumps(r), said
+    assert any(r["end_reason"] == "model_error" and "expert model 'thinker'" in r["error"]["message"] for r in recs)

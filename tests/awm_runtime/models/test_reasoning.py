@@ -130,3 +130,17 @@ def test_a_reasoning_request_without_the_state_of_the_call_it_answers_is_missing
     assert modify_params_on()
     monkeypatch.setenv("LITELLM_MODIFY_PARAMS", "false")
     assert modify_params_on() is (getattr(__import__("sys").modules.get("litellm"), "modify_params", False) is True)
+
+
+def test_a_reply_out_of_max_tokens_without_an_answer_is_named_with_its_fix() -> None:
+    from awm_runtime.models._reasoning import exhausted
+
+    empty = ModelReply(content="", finish_reason="length", usage=Usage(calls=1, reasoning_tokens=64))
+    assert exhausted(empty, "judge", "thinker", {"max_tokens": 64}) == (
+        "judge model 'thinker' used its whole max_tokens (64), 64 of them reasoning and returned no answer: "
+        "raise max_tokens under [models.thinker] in awm.toml")
+    assert "provider default" in str(exhausted(ModelReply(content=None, finish_reason="length"), "expert", "x", {}))
+    assert exhausted(ModelReply(content="part", finish_reason="length"), "judge", "x", {}) is None  # an answer, cut
+    assert exhausted(ModelReply(content="", finish_reason="stop"), "judge", "x", {}) is None
+    assert exhausted(ModelReply(content=None, finish_reason="length", tool_calls=[{"id": "c"}]), "judge", "x", {}) \
+        is None
