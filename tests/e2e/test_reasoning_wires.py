@@ -272,7 +272,8 @@ def test_a_reasoning_judge_or_expert_out_of_max_tokens_is_a_configuration_error_
     with FakeOpenAI(key=KEY, models=("thinker",), default=out_of_tokens, max_lifetime_s=300) as server:
         config = tmp_path / "awm.toml"
         config.write_text(f'[models.thinker]\nmodel = "hosted_vllm/thinker"\napi_base = "{server.url}"\n'
-                          f'api_key_env = "AGENT_KEY"\nparams = {{ max_tokens = 64, reasoning_effort = "high" }}\n{FAST}')
+                          'api_key_env = "AGENT_KEY"\nparams = { max_tokens = 64, reasoning_effort = "high" }\n'
+                          f'{FAST}')
         out = tmp_path / "run"
         proc = awm_run("--config", str(config), "--policy", "sim/novice", "--expert", "thinker", "--judge", "thinker",
                        "--verifier", "sql", "--expert-calls", "1", "--scenarios", "homehub*,shopfront*", "--tasks",
