@@ -288,3 +288,27 @@ def test_a_reasoning_judge_or_expert_out_of_max_tokens_is_a_configuration_error_
         said = r["error"]["message"] if r["error"] else r["end_detail"] or json.dumps(r["verdict_detail"])
         assert "raise max_tokens under [models.thinker]" in json.dumps(r), said
     assert any(r["end_reason"] == "model_error" and "expert model 'thinker'" in r["error"]["message"] for r in recs)
+
+
+def test_an_export_of_a_thinking_run_keeps_what_was_sampled_and_can_drop_it(tmp_path: Path) -> None:
+    import datasets
+
+    from tests.e2e.conftest import awm_command
+
+    teach_builtin()
+    text = "The last result says what to do next; call the tool it points to."
+    with FakeOpenAI(key=KEY, models=("qwen3",), responder=thinking(sim_responder("oracle"), text),
+                    max_lifetime_s=300) as server:
+        proc, out = run(tmp_path, f'model = "hosted_vllm/qwen3"\napi_base = "{server.url}"')
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    kept, dropped = tmp_path / "sft.jsonl", tmp_path / "plain.jsonl"
+    for path, extra in ((kept, ()), (dropped, ("--drop-reasoning",))):
+        done = awm_command("export", str(out), "--format", "sft", "--out", str(path), *extra)
+        assert done.returncode == 0, done.stderr[-2000:]
+    rows = datasets.load_dataset("json", data_files=str(kept), split="train")
+    assert len(rows) == 3
+    for row in rows:  # every assistant turn (the policy's own, trained on) carries the reasoning it sampled
+        replies = [m for m in row["messages"] if m["role"] == "assistant"]
+        assert replies and all(m["reasoning_content"] == text for m in replies)
+    plain = datasets.load_dataset("json", data_files=str(dropped), split="train")
+    assert len(plain) == 3 and "reasoning_content" not in plain[0]["messages"][2]
