@@ -91,8 +91,8 @@ class LLMExpert:
         reply = await self.client.complete(messages)
         usage.add(reply.usage)
         config = self.client.config
-        if spent := exhausted(reply, "expert", config.alias, config.params):  # the alias's setting, not the agent's
-            raise ModelError(spent, kind="bad_request", role="expert", alias=config.alias)
+        if out_of_tokens := exhausted(reply, "expert", config.alias, config.params):  # the alias's, not the agent's
+            raise ModelError(out_of_tokens, kind="bad_request", role="expert", alias=config.alias)
         content = reply.content or ""
         plan = repair_plan(content)
         attempts = 0
