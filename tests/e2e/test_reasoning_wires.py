@@ -46,14 +46,14 @@ def policy_replies(rec: dict[str, Any]) -> list[dict[str, Any]]:
     return [m for m in rec["messages"] if m["source"] == "policy"]
 
 
-@pytest.mark.parametrize("procs", ["0", "1"])
+@pytest.mark.parametrize("procs", [("--model-procs", "0"), ("--model-procs", "1"), ("--shards", "2")])
 def test_claude_with_thinking_runs_multi_turn_tool_episodes_handing_back_its_signed_blocks(
-        tmp_path: Path, procs: str) -> None:
+        tmp_path: Path, procs: tuple[str, str]) -> None:
     teach_builtin()
     with FakeAnthropic(key=KEY, models=(CLAUDE,), responder=thinking(sim_responder("oracle")),
                        max_lifetime_s=300) as server:
         proc, out = run(tmp_path, f'model = "anthropic/{CLAUDE}"\napi_base = "{server.url}"\n{CLAUDE_THINKING}',
-                        "--model-procs", procs)
+                        *procs)
     assert proc.returncode == 0, proc.stderr[-3000:]
     recs = records(out)
     assert len(recs) == 3 and all(r["error"] is None and r["outcome"] == "complete" for r in recs), \
@@ -312,3 +312,25 @@ def test_an_export_of_a_thinking_run_keeps_what_was_sampled_and_can_drop_it(tmp_
         assert replies and all(m["reasoning_content"] == text for m in replies)
     plain = datasets.load_dataset("json", data_files=str(dropped), split="train")
     assert len(plain) == 3 and "reasoning_content" not in plain[0]["messages"][2]
+
+
+def test_an_effort_a_b_stops_when_decided(tmp_path: Path) -> None:
+    teach_builtin()
+    oracle = sim_responder("oracle")
+
+    def by_effort(request: dict[str, Any]) -> Reply:
+        """`high` (a 4,096 budget) solves every task, `low` none."""
+        if request["messages"] == PROBE:
+            return Reply(content="OK")
+        budget = int((request.get("thinking") or {}).get("budget_tokens") or 0)
+        return oracle(request) if budget >= 4096 else Reply(content="Nothing to do here.")
+
+    with FakeAnthropic(key=KEY, models=(CLAUDE,), responder=by_effort, max_lifetime_s=300) as server:
+        proc, out = run(tmp_path, f'model = "anthropic/{CLAUDE}"\napi_base = "{server.url}"\n'
+                                  'params = { max_tokens = 8192 }', "--tasks", "all", "--arm",
+                        "low:reasoning_effort=low", "--arm", "high:reasoning_effort=high", "--until-decided",
+                        "--max-episodes", "40", "--model-procs", "0")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["sequential"]["decided"] and summary["sequential"]["later_arm_wins"] >= 1
+    assert summary["arms"]["high"]["economics"]["usd_per_completed_task"] is not None
