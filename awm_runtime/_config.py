@@ -19,7 +19,10 @@ from awm_runtime._errors import ConfigError
 
 # Fields an arm may override (`--arm NAME:KEY=VAL,...`).
 ARM_KEYS = ("policy", "expert", "reward", "nudges", "max_turns", "expert_calls", "on_format_error", "protocol",
-            "enable_thinking")
+            "enable_thinking", "reasoning_effort", "thinking_budget")
+# The policy's reasoning effort, as litellm and the OpenAI wire take it (litellm maps it to Anthropic's thinking
+# budget and Gemini's thinkingConfig).
+ReasoningEffort = Literal["none", "minimal", "low", "medium", "high"]
 _ARM_NAME = re.compile(r"^[A-Za-z0-9_.\-]+$")
 
 
@@ -38,6 +41,8 @@ class ArmConfig(BaseModel):
     on_format_error: Literal["continue", "end"] | None = None
     protocol: Literal["native", "awm", "hermes"] | None = None
     enable_thinking: bool | None = None
+    reasoning_effort: ReasoningEffort | None = None
+    thinking_budget: int | None = Field(default=None, ge=1024)
 
 
 class RunConfig(BaseModel):
@@ -92,6 +97,10 @@ class RunConfig(BaseModel):
     group_attempts: int = Field(default=3, ge=1)
     protocol: Literal["native", "awm", "hermes"] | None = None  # None: each policy alias's own protocol
     enable_thinking: bool | None = None  # None: the server's default (vLLM chat_template_kwargs)
+    # The policy's reasoning per request, over its alias's params (issue 46): `reasoning_effort`, or Anthropic's
+    # extended thinking with this budget (`thinking = {type = "enabled", budget_tokens = N}`). None: the alias's.
+    reasoning_effort: ReasoningEffort | None = None
+    thinking_budget: int | None = Field(default=None, ge=1024)
     arms: tuple[ArmConfig, ...] = ()
     out: Path | None = None
     resume: bool = False

@@ -118,7 +118,8 @@ class Message(_Model):
     """One chat message in OpenAI format, tagged with who produced it.
 
     Extra fields beyond OpenAI's (`source`, `turn`, `reasoning`, `format_error`, token data)
-    are dropped by `to_openai()` before a message goes to a model.
+    are dropped by `to_openai()` before a message goes to a model; `provider_state` goes back to the model
+    that returned it.
     """
 
     role: Role
@@ -141,8 +142,18 @@ class Message(_Model):
     # previous reply's ids (the whole prompt on the first reply). Every reply's `prompt_delta_ids` then its
     # `token_ids`, in order, are the episode's exact token sequence (models/_tito.py).
     prompt_delta_ids: list[int] | None = None
+    # On policy replies: what the provider needs back on every later request of the episode, verbatim (issue 46):
+    # {"model": the model that produced it, "fields": {"thinking_blocks": Anthropic's signed blocks,
+    # "provider_specific_fields": litellm's (Gemini thought signatures ...), "reasoning_content": vLLM's}}.
+    # `to_openai(model)` hands the fields back to that model only (models/_reasoning.py).
+    provider_state: dict[str, Any] | None = None
+    # On a policy reply: its request asked the model to reason, but the previous reply's tool call went back without
+    # that model's reasoning state (a transcript from another model or an older run): the provider refused it, or
+    # answered without its earlier thinking (litellm's modify_params, Gemini's dummy signature). Counted per arm.
+    reasoning_dropped: bool | None = None
 
-    def to_openai(self) -> dict[str, Any]:
+    def to_openai(self, model: str | None = None) -> dict[str, Any]:
+        """The message as OpenAI chat sends it; with `model`, plus the provider state `model` itself returned."""
         out: dict[str, Any] = {"role": self.role, "content": self.content}
         if self.tool_calls:
             out["tool_calls"] = self.tool_calls
@@ -150,6 +161,8 @@ class Message(_Model):
             out["tool_call_id"] = self.tool_call_id
         if self.name is not None and self.role == "tool":
             out["name"] = self.name
+        if self.provider_state and model is not None and self.provider_state.get("model") == model:
+            out.update(self.provider_state.get("fields") or {})
         return out
 
 
@@ -217,8 +230,16 @@ class Usage(_Model):
     latency_s: list[float] = Field(default_factory=list)
     retries: int = 0
     cost_known: bool | None = None
+    # Of completion_tokens, those the model spent reasoning (OpenAI / vLLM `completion_tokens_details.reasoning_tokens`,
+    # Gemini `thoughtsTokenCount`). None: not reported by some call of this role (Anthropic's wire never says how many
+    # of its output tokens were thinking), never 0. Billed as output tokens: already inside completion_tokens.
+    reasoning_tokens: int | None = None
 
     def add(self, other: Usage) -> None:
+        if other.calls:  # a role's reasoning total is known only while every call of it reported its own
+            self.reasoning_tokens = other.reasoning_tokens if not self.calls else (
+                None if self.reasoning_tokens is None or other.reasoning_tokens is None
+                else self.reasoning_tokens + other.reasoning_tokens)
         self.calls += other.calls
         self.prompt_tokens += other.prompt_tokens
         self.completion_tokens += other.completion_tokens

@@ -6,11 +6,13 @@ import json
 import time
 from typing import Any
 
+from awm_runtime._errors import ModelError
 from awm_runtime._interfaces import Advice, AdviceRequest
 from awm_runtime._prompts import render
 from awm_runtime._types import ModelRef, ToolSpec, Usage
 from awm_runtime.experts._criteria import CriteriaStore
 from awm_runtime.models import ModelClient
+from awm_runtime.models._reasoning import exhausted
 from awm_runtime.policies.protocols import loads_lenient
 
 PLAN_KEYS = ("plan", "tips", "success_state")
@@ -88,6 +90,9 @@ class LLMExpert:
         messages = self.messages(request, criteria)
         reply = await self.client.complete(messages)
         usage.add(reply.usage)
+        config = self.client.config
+        if out_of_tokens := exhausted(reply, "expert", config.alias, config.params):  # the alias's, not the agent's
+            raise ModelError(out_of_tokens, kind="bad_request", role="expert", alias=config.alias)
         content = reply.content or ""
         plan = repair_plan(content)
         attempts = 0

@@ -25,6 +25,8 @@ def build_chat_policy(alias: str, ctx: BuildContext) -> ChatPolicy:
     """Entry point `chat`: the model alias `alias` on the policy role."""
     return ChatPolicy(ctx.client(alias, "policy"), protocol=ctx.options.get("protocol"),
                       tool_result_chars=_tool_result_chars(ctx), enable_thinking=ctx.options.get("enable_thinking"),
+                      reasoning_effort=ctx.options.get("reasoning_effort"),
+                      thinking_budget=ctx.options.get("thinking_budget"),
                       max_argument_bytes=int(ctx.options.get("max_argument_bytes") or MAX_ARGUMENT_BYTES))
 
 

@@ -52,6 +52,8 @@ def parser() -> argparse.ArgumentParser:
                    help="fork-pairs only: the branches' first policy reply (default) or whole continuation")
     p.add_argument("--outcomes", default="complete", metavar="LIST",
                    help="sft only: outcomes to keep, comma-separated (default complete)")
+    p.add_argument("--drop-reasoning", action="store_true",
+                   help="leave out each reply's reasoning (reasoning_content), kept by default: it was sampled")
     return p
 
 
@@ -136,6 +138,7 @@ def main(argv: list[str] | None = None) -> int:
 
     def go() -> int:
         from awm_runtime.export import ExportStats, open_run
+        from awm_runtime.export._rows import drop_reasoning
 
         stats = ExportStats()
         side = rollouts_path(args)
@@ -146,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
 
         def rollout(row: dict[str, Any]) -> None:
             assert side_out is not None
-            side_out.write(orjson.dumps(row) + b"\n")
+            side_out.write(orjson.dumps(drop_reasoning(row) if args.drop_reasoning else row) + b"\n")
             written[0] += 1
 
         partials = [_partial(p) for p in (args.out, side) if p is not None]
@@ -155,7 +158,7 @@ def main(argv: list[str] | None = None) -> int:
             out: IO[bytes] = _partial(args.out).open("wb") if args.out else sys.stdout.buffer
             try:
                 for line in lines:
-                    out.write(orjson.dumps(line) + b"\n")
+                    out.write(orjson.dumps(drop_reasoning(line) if args.drop_reasoning else line) + b"\n")
                 out.flush()
             except BrokenPipeError:  # `awm-export RUN ... | head`: the reader has what it wanted
                 os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

@@ -54,6 +54,16 @@ def trl_message(m: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def drop_reasoning(row: Any) -> Any:
+    """`row` without any message's `reasoning_content` (awm-export --drop-reasoning), at any depth: the
+    conversational columns (messages, prompt, completion, chosen, rejected) and ATIF steps alike."""
+    if isinstance(row, dict):
+        return {k: drop_reasoning(v) for k, v in row.items() if k != "reasoning_content"}
+    if isinstance(row, list):
+        return [drop_reasoning(v) for v in row]
+    return row
+
+
 def trl_messages(messages: list[dict[str, Any]], *, tokens: bool = False) -> list[dict[str, Any]]:
     """`tokens`: keep the serving engine's completion token ids and logprobs on the policy's replies, and with
     tito the prompt tokens each turn added (`prompt_delta_ids`): every reply's delta then its ids, in order,

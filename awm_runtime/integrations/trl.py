@@ -265,7 +265,8 @@ class Rollouts:
         if self.llama is None:
             raise ConfigError("the vLLM policy returned no prompt_token_ids: serve it with vLLM >= 0.10.2")
         native = tools if self.policy.protocol == "native" else None
-        return await self.llama.prompt_ids(self.policy.speaker.wire(messages), native, params)
+        return await self.llama.prompt_ids(self.policy.speaker.wire(messages, self.policy.client.config.model),
+                                            native, params)
 
     # -- the end ------------------------------------------------------------------------------------------
 

@@ -13,6 +13,7 @@ import httpx
 
 from awm_runtime._errors import ConfigError
 from awm_runtime.models._exceptions import AttemptError
+from awm_runtime.models._reasoning import exhausted, log, reasoning_params
 from awm_runtime.models._registry import ModelConfig, toml_table
 from awm_runtime.models._route import Route
 from awm_runtime.models._transport import transport_for
@@ -122,14 +123,16 @@ async def _probe_completion(use: _Use, timeout_s: float) -> str | None:
     """One real completion of a few tokens through litellm, the way the run will call it."""
     cfg = use.config
     route = Route(use.roles[0], cfg.alias, cfg.model, cfg.api_base, cfg.api_key_env)
-    params = {**cfg.params, "max_tokens": 8}
+    # A few tokens, except for a reasoning alias: Anthropic refuses a thinking budget that is not below max_tokens,
+    # and a reasoning model would spend 8 on thinking; its own max_tokens is what the run will send.
+    params = {**cfg.params} if reasoning_params(cfg.params) else {**cfg.params, "max_tokens": 8}
     if cfg.protocol == "native":
         params["tools"] = [_PROBE_TOOL]  # the tool path imports more of litellm (e.g. its MCP bridge)
     timeout = min(cfg.timeout_s, timeout_s)
     try:
         async with asyncio.timeout(timeout + 5):
             transport = transport_for(cfg.model, cfg.api_base, cfg.transport, tito=cfg.tito)
-            await transport.attempt(route, [{"role": "user", "content": "Reply with OK."}], params, timeout)
+            reply = await transport.attempt(route, [{"role": "user", "content": "Reply with OK."}], params, timeout)
     except TimeoutError:
         return None  # slow, not broken
     except AttemptError as exc:
@@ -146,6 +149,9 @@ async def _probe_completion(use: _Use, timeout_s: float) -> str | None:
             return f"{use.label}: cannot reach the endpoint: {exc.detail}; fix {use.flag('api_base')}"
         return (f"{use.label}: a one-line test completion was refused ({exc.kind}): {exc.detail}; check model and "
                 f"params under {toml_table(cfg.alias)} (or run with --preflight quick)")
+    if reasoning_params(cfg.params) and (spent := exhausted(reply, "/".join(use.roles), cfg.alias, cfg.params)):
+        # Its own max_tokens did not fit "Reply with OK." after its reasoning: a judge or expert would answer nothing.
+        log.warning("reasoning_max_tokens", alias=cfg.alias, note=spent)
     return None
 
 

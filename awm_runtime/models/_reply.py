@@ -6,6 +6,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from awm_runtime._types import Usage
+from awm_runtime.models._reasoning import provider_fields, reasoning_tokens
 from awm_runtime.models._tokens import token_fields
 
 
@@ -22,6 +23,9 @@ class ModelReply:
     logprobs: list[Any] | None = None
     token_ids: list[int] | None = None
     prompt_token_ids: list[int] | None = None  # vLLM `return_token_ids`: the prompt as the engine tokenised it
+    # What the provider may need back on later requests, verbatim (models/_reasoning.py): Anthropic's signed
+    # thinking_blocks, litellm's provider_specific_fields, a server's reasoning_content.
+    provider_fields: dict[str, Any] | None = None
 
     def to_wire(self) -> dict[str, Any]:
         """Plain JSON-able fields, to cross a process boundary (model-call processes)."""
@@ -45,13 +49,17 @@ def to_reply(response: Any, latency_s: float) -> ModelReply:
     ]
     raw_usage = getattr(response, "usage", None)
     prompt_ids = getattr(response, "prompt_token_ids", None)
+    fields = provider_fields(message)
+    reasoning = getattr(message, "reasoning_content", None) or getattr(message, "reasoning", None)
     return ModelReply(
         content=message.content,
         tool_calls=tool_calls,
-        reasoning=getattr(message, "reasoning_content", None),
+        reasoning=reasoning if isinstance(reasoning, str) else None,
         finish_reason=choice.finish_reason,
         usage=Usage(calls=1, prompt_tokens=int(getattr(raw_usage, "prompt_tokens", 0) or 0),
-                    completion_tokens=int(getattr(raw_usage, "completion_tokens", 0) or 0)),
+                    completion_tokens=int(getattr(raw_usage, "completion_tokens", 0) or 0),
+                    reasoning_tokens=reasoning_tokens(raw_usage, fields)),
+        provider_fields=fields,
         latency_s=latency_s,
         prompt_token_ids=[int(i) for i in prompt_ids] if isinstance(prompt_ids, list) and prompt_ids else None,
         **token_fields(choice),

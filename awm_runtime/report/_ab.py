@@ -95,10 +95,13 @@ def economics_section(runs: Sequence[RunData]) -> str:
                      seconds((calls.get("policy") or {}).get("latency")),
                      seconds((calls.get("expert") or {}).get("latency")), seconds(e.get("episode_wall")),
                      " / ".join(f"{r} {c.get('retries_per_100_calls', 0):g}" for r, c in calls.items()) or sec.NA,
-                     e.get("model_errors", 0)])
+                     e.get("model_errors", 0), sec.fmt_num(e.get("output_tokens_per_episode"), 0),
+                     sec.fmt_num(e.get("reasoning_tokens_per_episode"), 0)
+                     if e.get("reasoning_tokens_per_episode") is not None else "not reported"])
     body = table(["arm", "USD per completed task", "USD total", "tokens per episode", "policy call p50 / p95 (s)",
                   "expert call p50 / p95 (s)", "episode wall p50 / p95 (s)", "retries per 100 calls",
-                  "model errors"], rows, table_id="table-economics")
+                  "model errors", "output tokens per episode", "of which reasoning"], rows,
+                 table_id="table-economics")
     unknown = [f"{s.label}: {e.get('cost_note')}" for s, e in zip(series, econ, strict=True)
                if e and not e.get("cost_known")]
     notes = note("Cost is unknown (never shown as zero dollars) where a model has no price — " + "; ".join(unknown) +

@@ -70,11 +70,20 @@ class Economics:
     latency: dict[str, LogHistogram] = field(default_factory=dict)
     wall: LogHistogram = field(default_factory=LogHistogram)
     model_errors: Counter[str] = field(default_factory=Counter)
+    # Reasoning (issue 46): output tokens, the share of them spent reasoning, and the roles whose calls did not
+    # report it (Anthropic's wire never does): then the arm's reasoning is unknown, never 0.
+    output_tokens: int = 0
+    reasoning_tokens: int = 0
+    reasoning_unreported: Counter[str] = field(default_factory=Counter)
 
     def add(self, r: dict[str, Any]) -> None:
         self.episodes += 1
         for role, u in (r.get("usage") or {}).items():
             calls = int(u.get("calls") or 0)
+            self.output_tokens += int(u.get("completion_tokens") or 0)
+            if calls and u.get("reasoning_tokens") is None:
+                self.reasoning_unreported[role] += 1
+            self.reasoning_tokens += int(u.get("reasoning_tokens") or 0)
             self.calls[role] += calls
             self.retries[role] += int(u.get("retries") or 0)
             self.tokens += int(u.get("prompt_tokens") or 0) + int(u.get("completion_tokens") or 0)
@@ -115,4 +124,13 @@ class Economics:
                 "usd_per_episode": round(self.cost_usd / self.episodes, 6) if known and self.episodes else None,
                 "cost_note": note, "tokens_per_episode": round(self.tokens / self.episodes, 1) if self.episodes
                 else None, "model_calls": calls, "episode_wall": self.wall.to_dict(),
-                "model_errors": sum(self.model_errors.values()), "model_errors_by_kind": dict(self.model_errors)}
+                "model_errors": sum(self.model_errors.values()), "model_errors_by_kind": dict(self.model_errors),
+                **self._reasoning(aliases)}
+
+    def _reasoning(self, aliases: dict[str, str | None]) -> dict[str, Any]:
+        """Output and reasoning tokens per episode. Reasoning is billed as output and already inside it."""
+        unreported = [f"{role} {aliases.get(role) or '?'}" for role in sorted(self.reasoning_unreported)]
+        per = (lambda n: round(n / self.episodes, 1)) if self.episodes else (lambda n: None)
+        return {"output_tokens_per_episode": per(self.output_tokens),
+                "reasoning_tokens_per_episode": None if unreported else per(self.reasoning_tokens),
+                "reasoning_note": f"not reported by {', '.join(unreported)}" if unreported else ""}

@@ -43,6 +43,8 @@ class ArmStats:
     error_classes: Counter[str] = field(default_factory=Counter)
     economics: Economics = field(default_factory=Economics)
     prefix: Counter[str] = field(default_factory=Counter)  # fork runs: the prefixes' expert calls and nudges
+    # Episodes with a policy request that asked for reasoning without the state the provider needed (issue 46).
+    reasoning_dropped: int = 0
 
     def add(self, r: dict[str, Any]) -> None:
         self.policy = r["policy"]
@@ -81,6 +83,8 @@ class ArmStats:
         if r.get("error"):
             self.error_classes[r["error"].get("class", "?")] += 1
         self.economics.add(r)
+        self.reasoning_dropped += bool(r.get("reasoning_dropped")) or any(
+            m.get("reasoning_dropped") for m in r.get("messages") or ())
 
     @property
     def accountable(self) -> int:
@@ -114,6 +118,7 @@ class ArmStats:
             "unverified": self.outcomes["unverified"],
             **({"judge_unclassified_share": round(self.judge_unclassified_share or 0.0, 4)}
                if self.verdicts["judge_unclassified"] else {}),
+            **({"reasoning_dropped_episodes": self.reasoning_dropped} if self.reasoning_dropped else {}),
             "completion_rate": per(self.outcomes["complete"], 4),
             "strict_completion_rate": round(self.outcomes["complete"] / judged, 4) if judged else None,
             "outcomes": dict(self.outcomes), "end_reasons": dict(self.end_reasons), "verdicts": dict(self.verdicts),
@@ -195,4 +200,5 @@ def summary_fields(record: EpisodeRecord) -> dict[str, Any]:
         "error": record.error.model_dump(by_alias=True) if record.error else None,
         **({"fork": record.fork} if record.fork else {}),
         **({"checkpoints": record.checkpoints} if record.checkpoints else {}),
+        **({"reasoning_dropped": True} if any(m.reasoning_dropped for m in record.messages) else {}),
     }

@@ -113,6 +113,9 @@ ECONOMICS: list[tuple[str, Any]] = [
     ("USD per completed task", lambda e: usd(e, "usd_per_completed_task")),
     ("USD total", lambda e: usd(e, "cost_usd")),
     ("tokens per episode", lambda e: _num(e.get("tokens_per_episode"), ",.0f")),
+    ("output tokens per episode", lambda e: _num(e.get("output_tokens_per_episode"), ",.0f")),
+    ("  of which reasoning", lambda e: _num(e.get("reasoning_tokens_per_episode"), ",.0f")
+     if e.get("reasoning_tokens_per_episode") is not None else "not reported"),
     ("policy call p50 / p95 s", lambda e: seconds((e["model_calls"].get("policy") or {}).get("latency"))),
     ("expert call p50 / p95 s", lambda e: seconds((e["model_calls"].get("expert") or {}).get("latency"))),
     ("episode wall p50 / p95 s", lambda e: seconds(e.get("episode_wall"))),

@@ -174,7 +174,8 @@ async def _prepare(config: RunConfig, registry: Any, world: RunWorld, check: boo
     harnesses: dict[str, Harness] = {}
     for arm in config.arm_list():
         c = config.for_arm(arm)
-        ctx.options.update(protocol=c.protocol, enable_thinking=c.enable_thinking)
+        ctx.options.update(protocol=c.protocol, enable_thinking=c.enable_thinking,
+                           reasoning_effort=c.reasoning_effort, thinking_budget=c.thinking_budget)
         harnesses[arm.name] = Harness(
             policy=build_policy(c.policy, ctx),
             expert=build_expert(c.expert, ctx),

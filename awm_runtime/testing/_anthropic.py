@@ -10,6 +10,9 @@ Responders read the request as an OpenAI-shaped chat view, so the scripts of the
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import hmac
 import json
 import time
 import uuid
@@ -57,6 +60,79 @@ def prompt_too_long(tokens: int = 208_310, limit: int = 200_000) -> Reply:
     return fault(400, f"prompt is too long: {tokens} tokens > {limit} maximum")
 
 
+_DOCS = "https://docs.claude.com/en/docs/build-with-claude/extended-thinking"
+# Anthropic's words (API answers as users report them, e.g. opencode #3077), `{i}` the message's index.
+MISSING_THINKING = ("messages.{i}.content.0.type: Expected `thinking` or `redacted_thinking`, but found `{found}`. "
+                    "When `thinking` is enabled, a final `assistant` message must start with a thinking block "
+                    "(preceeding the lastmost set of `tool_use` and `tool_result` blocks). We recommend you include "
+                    "thinking blocks from previous turns. To avoid this requirement, disable `thinking`. Please "
+                    f"consult our documentation at {_DOCS}")
+THINKING_WHILE_DISABLED = ("messages.{i}.content.{j}: When thinking is disabled, an `assistant` message in the final "
+                           "position cannot contain `thinking`. To use thinking blocks, enable `thinking` in your "
+                           "request.")
+BAD_SIGNATURE = "messages.{i}.content.{j}: Invalid `signature` in `thinking` block"
+
+
+def thinking_enabled(body: dict[str, Any]) -> bool:
+    """Whether a Messages request turns extended thinking on (`thinking: {type: enabled | adaptive}`)."""
+    thinking = body.get("thinking")
+    return isinstance(thinking, dict) and thinking.get("type") in ("enabled", "adaptive")
+
+
+class Signer:
+    """Signs the thinking blocks a server returns and checks those sent back: unchanged text, unchanged signature,
+    as Anthropic's API does (the signature covers the thinking; a block it did not sign is refused)."""
+
+    def __init__(self) -> None:
+        self._key = uuid.uuid4().bytes
+
+    def sign(self, text: str) -> str:
+        return base64.b64encode(hmac.new(self._key, text.encode(), hashlib.sha256).digest()).decode()
+
+    def valid(self, block: dict[str, Any]) -> bool:
+        if block.get("type") == "redacted_thinking":
+            data = str(block.get("data") or "")
+            payload, _, signature = data.rpartition(".")
+            return bool(payload) and hmac.compare_digest(self.sign(payload), signature)
+        return hmac.compare_digest(self.sign(str(block.get("thinking") or "")), str(block.get("signature") or ""))
+
+    def redacted(self, text: str) -> dict[str, Any]:
+        payload = base64.b64encode(text.encode()).decode()
+        return {"type": "redacted_thinking", "data": f"{payload}.{self.sign(payload)}"}
+
+
+def thinking_error(body: dict[str, Any], signer: Signer) -> str | None:
+    """What Anthropic's API answers (400 invalid_request_error) to a request that breaks the rules of extended
+    thinking with tool use, else None: every thinking block sent back must be one it signed, unchanged; with thinking
+    on, the final assistant message, when it holds tool_use, must start with its thinking block; with thinking off,
+    the final assistant message may hold none; `budget_tokens` is at least 1,024 and below max_tokens."""
+    enabled = thinking_enabled(body)
+    thinking = body.get("thinking") or {}
+    budget = thinking.get("budget_tokens") if isinstance(thinking, dict) else None
+    if enabled and thinking.get("type") == "enabled":
+        if not isinstance(budget, int) or budget < 1024:
+            return "thinking.enabled.budget_tokens: Input should be greater than or equal to 1024"
+        if budget >= int(body.get("max_tokens") or 0):
+            return "`max_tokens` must be greater than `thinking.budget_tokens`. Please consult our documentation " \
+                   f"at {_DOCS}#max-tokens-and-context-window-size-with-extended-thinking"
+    messages = body.get("messages") or []
+    final = max((i for i, m in enumerate(messages) if m.get("role") == "assistant"), default=None)
+    for i, message in enumerate(messages):
+        blocks = message.get("content") if isinstance(message.get("content"), list) else []
+        if message.get("role") != "assistant":
+            continue
+        for j, block in enumerate(blocks):
+            if block.get("type") in ("thinking", "redacted_thinking"):
+                if i == final and not enabled:
+                    return THINKING_WHILE_DISABLED.format(i=i, j=j)
+                if not signer.valid(block):
+                    return BAD_SIGNATURE.format(i=i, j=j)
+        if i == final and enabled and any(b.get("type") == "tool_use" for b in blocks) and (
+                blocks[0].get("type") not in ("thinking", "redacted_thinking")):
+            return MISSING_THINKING.format(i=i, found=blocks[0].get("type"))
+    return None
+
+
 def _text(content: Any) -> str:
     """The text of a `system`, message or tool_result content: a string or a list of blocks."""
     if isinstance(content, str):
@@ -94,9 +170,18 @@ def chat_view(body: dict[str, Any]) -> dict[str, Any]:
     return {**params, "messages": messages, **({"tools": tools} if tools else {})}
 
 
-def message_body(request: dict[str, Any], chat: dict[str, Any], reply: Reply) -> dict[str, Any]:
-    """The Messages API answer for `reply`: text and tool_use blocks, stop_reason and usage."""
+def message_body(request: dict[str, Any], chat: dict[str, Any], reply: Reply,
+                 signer: Signer | None = None) -> dict[str, Any]:
+    """The Messages API answer for `reply`: text and tool_use blocks, stop_reason and usage. With thinking on, a
+    signed thinking block comes first (its text: the reply's `reasoning_content`, else a line of its own; a
+    `redacted: true` in `extra_message` makes it a redacted_thinking block). Its tokens are output tokens, as billed;
+    the usage says nothing more about them, as Anthropic's does not."""
     content: list[dict[str, Any]] = []
+    if signer is not None and thinking_enabled(request):
+        text = str(reply.extra_message.get("reasoning_content") or "I should read the task and the last result, "
+                                                                   "then choose the next tool.")
+        content.append(signer.redacted(text) if reply.extra_message.get("redacted") else
+                       {"type": "thinking", "thinking": text, "signature": signer.sign(text)})
     if reply.content:
         content.append({"type": "text", "text": reply.content})
     for call in reply.tool_calls or []:
@@ -117,9 +202,13 @@ class FakeAnthropic(LoopbackServer):
     """`with FakeAnthropic(key="k") as server:` then give an `anthropic/...` alias `api_base = server.url`.
 
     `requests` holds each Messages body as received, plus `_auth` (its x-api-key), `_version` (its
-    anthropic-version header) and `_chat` (the view responders read)."""
+    anthropic-version header) and `_chat` (the view responders read). Extended thinking follows the API's rules
+    (`thinking_error`): `refused` holds the message of each request refused for breaking them."""
+
+    refused: list[str]
 
     thread_name = "fake-anthropic"
+    signer: Signer
     # Faults as Anthropic words them, for scripts: FakeAnthropic.overloaded(), .prompt_too_long() ...
     fault = staticmethod(fault)
     overloaded = staticmethod(overloaded)
@@ -132,6 +221,8 @@ class FakeAnthropic(LoopbackServer):
 
     def app(self) -> FastAPI:
         app = FastAPI()
+        self.signer = Signer()
+        self.refused = []
 
         def unauthorized(request: Request) -> Response | None:
             if self.key is None or request.headers.get("x-api-key") == self.key:
@@ -160,6 +251,10 @@ class FakeAnthropic(LoopbackServer):
                 self.requests.append(body)
                 return Response(error_body(400, "anthropic-version: header is required"), status_code=400,
                                 media_type="application/json")
+            if refused := thinking_error(body, self.signer):
+                self.requests.append(body)
+                self.refused.append(refused)
+                return Response(error_body(400, refused), status_code=400, media_type="application/json")
             reply = await self.scripted(body, arrived, {**chat, "_auth": body["_auth"]})
             return self.render(body, chat, reply)
 
@@ -172,4 +267,5 @@ class FakeAnthropic(LoopbackServer):
         if reply.body is not None:
             return Response(reply.body, status_code=reply.status, headers=reply.headers,
                             media_type="application/json")
-        return JSONResponse(message_body(body, chat, reply), status_code=reply.status, headers=reply.headers)
+        return JSONResponse(message_body(body, chat, reply, self.signer), status_code=reply.status,
+                            headers=reply.headers)

@@ -11,6 +11,8 @@ chat view, so the scripts of the OpenAI server serve here too.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import time
 import uuid
@@ -74,7 +76,71 @@ def bad_key() -> Reply:
 
 
 def _texts(parts: list[dict[str, Any]]) -> str:
-    return "".join(p["text"] for p in parts if isinstance(p, dict) and isinstance(p.get("text"), str))
+    """The answer text of `parts`: thought summaries (`thought: true`) are not part of it."""
+    return "".join(p["text"] for p in parts if isinstance(p, dict) and isinstance(p.get("text"), str)
+                   and not p.get("thought"))
+
+
+# Google's words for a functionCall part sent back without its signature (the Gemini API, as users report it).
+MISSING_SIGNATURE = ("Function call is missing a thought_signature in functionCall parts. This is required for tools "
+                     "to work correctly, and missing thought_signature may lead to degraded model performance. "
+                     "Additional data, function call `default_api:{name}` , position {position}. Please refer to "
+                     "https://ai.google.dev/gemini-api/docs/thought-signatures for more details.")
+BAD_SIGNATURE = "Corrupted thought signature."
+# The value Google documents for history it did not produce (litellm sends it for a call that lost its signature):
+# accepted, and the model then works without its earlier thoughts.
+DUMMY_SIGNATURES = ("skip_thought_signature_validator", "context_engineering_is_the_way_to_go")
+
+
+def thinking_config(body: dict[str, Any]) -> dict[str, Any] | None:
+    """A request's generationConfig.thinkingConfig, if any (camelCase or snake_case)."""
+    config = _get(body, "generationConfig") or {}
+    thinking = _get(config, "thinkingConfig") if isinstance(config, dict) else None
+    return thinking if isinstance(thinking, dict) else None
+
+
+def _is_dummy(signature: str) -> bool:
+    """Whether a signature is one of the documented dummies, as given or base64-encoded (litellm encodes it)."""
+    try:
+        decoded = base64.b64decode(signature, validate=True).decode("utf-8", "replace")
+    except (binascii.Error, ValueError):
+        decoded = ""
+    return signature in DUMMY_SIGNATURES or decoded in DUMMY_SIGNATURES
+
+
+class Signatures:
+    """The thought signatures a server issued, and the checks Gemini makes on those sent back: in the current turn
+    (the model steps since the last user text), each step's first functionCall part carries the signature it came
+    with. A documented dummy passes and is counted in `dummies`: the model lost its thoughts, silently."""
+
+    def __init__(self) -> None:
+        self.issued: set[str] = set()
+        self.dummies = 0
+
+    def issue(self) -> str:
+        signature = base64.b64encode(uuid.uuid4().bytes + uuid.uuid4().bytes).decode()
+        self.issued.add(signature)
+        return signature
+
+    def error(self, body: dict[str, Any]) -> str | None:
+        contents = [c for c in body.get("contents") or [] if isinstance(c, dict)]
+        start = max((i for i, c in enumerate(contents) if c.get("role") != "model" and any(
+            isinstance(p, dict) and isinstance(p.get("text"), str) for p in c.get("parts") or [])), default=0)
+        for position, turn in enumerate(contents):
+            if position < start or turn.get("role") != "model":
+                continue
+            calls = [p for p in turn.get("parts") or [] if isinstance(p, dict) and _get(p, "functionCall")]
+            if not calls:
+                continue
+            signature = _get(calls[0], "thoughtSignature")
+            if not signature:
+                return MISSING_SIGNATURE.format(name=_get(calls[0], "functionCall").get("name", ""),
+                                                position=position)
+            if _is_dummy(str(signature)):
+                self.dummies += 1
+            elif signature not in self.issued:
+                return BAD_SIGNATURE
+        return None
 
 
 def _response_text(response: Any) -> str:
@@ -132,20 +198,34 @@ def chat_view(body: dict[str, Any], model: str) -> dict[str, Any]:
             **({"tools": tools} if tools else {})}
 
 
-def generate_body(model: str, chat: dict[str, Any], reply: Reply) -> dict[str, Any]:
-    """The generateContent answer for `reply`: text and functionCall parts, finishReason and usageMetadata."""
+def generate_body(model: str, chat: dict[str, Any], reply: Reply, signatures: Signatures | None = None,
+                  include_thoughts: bool = False) -> dict[str, Any]:
+    """The generateContent answer for `reply`: text and functionCall parts, finishReason and usageMetadata.
+
+    From a thinking model (`signatures` given): each functionCall part carries a thoughtSignature (the first of a
+    step only, as Gemini does for parallel calls), the usage counts the thinking in `thoughtsTokenCount` (outside
+    `candidatesTokenCount`, as Gemini 2.5 and 3 report it), and `include_thoughts` adds the thought summary as a
+    `thought: true` part. The thinking text is the reply's `reasoning_content`, else a line of its own."""
     parts: list[dict[str, Any]] = []
+    thought = str(reply.extra_message.get("reasoning_content") or "Which tool gets me closer to the goal?")
+    if signatures is not None and include_thoughts:
+        parts.append({"text": thought, "thought": True})
     if reply.content:
         parts.append({"text": reply.content})
-    for call in reply.tool_calls or []:
+    for i, call in enumerate(reply.tool_calls or []):
         fn = call.get("function") or {}
         arguments = fn.get("arguments") or "{}"
-        parts.append({"functionCall": {"name": fn.get("name", ""),
-                                       "args": json.loads(arguments) if isinstance(arguments, str) else arguments}})
+        part: dict[str, Any] = {"functionCall": {"name": fn.get("name", ""), "args": json.loads(arguments)
+                                                 if isinstance(arguments, str) else arguments}}
+        if signatures is not None and i == 0:
+            part["thoughtSignature"] = signatures.issue()
+        parts.append(part)
     prompt = len(json.dumps(chat.get("messages", [])) + json.dumps(chat.get("tools", []))) // 4
-    completion = max(1, len(json.dumps(parts)) // 4)
+    completion = max(1, len(json.dumps([p for p in parts if not p.get("thought")])) // 4)
+    thoughts = max(1, len(thought) // 4) if signatures is not None else 0
     usage = reply.usage or {"promptTokenCount": prompt, "candidatesTokenCount": completion,
-                            "totalTokenCount": prompt + completion}
+                            "totalTokenCount": prompt + completion + thoughts,
+                            **({"thoughtsTokenCount": thoughts} if thoughts else {})}
     return {"candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}],
             "usageMetadata": usage, "modelVersion": model, "responseId": uuid.uuid4().hex[:22]}
 
@@ -157,6 +237,22 @@ class FakeGemini(LoopbackServer):
     `?key=`), `_model` (from the path) and `_chat` (the view responders read)."""
 
     thread_name = "fake-gemini"
+
+    def __init__(self, *, thinking: bool = False, **kwargs: Any) -> None:
+        """`thinking=True`: a thinking model (Gemini 2.5, 3), whatever the request asks; else one that thinks
+        when a request's thinkingConfig asks it to (a budget other than 0, or a level)."""
+        super().__init__(**kwargs)
+        self.thinking = thinking
+        self.signatures = Signatures()
+        self.refused: list[str] = []  # the message of each request refused for a missing or corrupted signature
+
+    def thinks(self, body: dict[str, Any]) -> bool:
+        """Whether this request is answered by a thinking model."""
+        config = thinking_config(body)
+        if config is not None and _get(config, "thinkingBudget") == 0:
+            return False
+        return self.thinking or bool(config and (_get(config, "thinkingBudget") or _get(config, "thinkingLevel")
+                                                 or _get(config, "includeThoughts")))
     # Faults as the Gemini API words them, for scripts: FakeGemini.resource_exhausted(), .token_limit() ...
     fault = staticmethod(fault)
     resource_exhausted = staticmethod(resource_exhausted)
@@ -203,17 +299,26 @@ class FakeGemini(LoopbackServer):
                 self.requests.append(body)
                 return Response(error_body(404, f"Method {method!r} is not served by this fake."), status_code=404,
                                 media_type="application/json")
+            thinks = self.thinks(body)
+            if thinks and (refused := self.signatures.error(body)):
+                self.requests.append(body)
+                self.refused.append(refused)
+                return Response(error_body(400, refused), status_code=400, media_type="application/json")
             reply = await self.scripted(body, arrived, {**chat, "_auth": body["_auth"]})
-            return self.render(model, chat, reply)
+            config = thinking_config(body) or {}
+            return self.render(model, chat, reply, self.signatures if thinks else None,
+                               bool(_get(config, "includeThoughts")))
 
         return app
 
     @staticmethod
-    def render(model: str, chat: dict[str, Any], reply: Reply) -> Response:
+    def render(model: str, chat: dict[str, Any], reply: Reply, signatures: Signatures | None = None,
+               include_thoughts: bool = False) -> Response:
         if reply.fault is not None:  # a wire-neutral fault (Reply.error, storm): Gemini's words for it
             return Response(error_body(reply.status, reply.fault), status_code=reply.status, headers=reply.headers,
                             media_type="application/json")
         if reply.body is not None:
             return Response(reply.body, status_code=reply.status, headers=reply.headers,
                             media_type="application/json")
-        return JSONResponse(generate_body(model, chat, reply), status_code=reply.status, headers=reply.headers)
+        return JSONResponse(generate_body(model, chat, reply, signatures, include_thoughts), status_code=reply.status,
+                            headers=reply.headers)

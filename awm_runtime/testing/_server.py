@@ -78,13 +78,20 @@ def completion_body(request: dict[str, Any], reply: Reply) -> dict[str, Any]:
         message["tool_calls"] = reply.tool_calls
     prompt = prompt_tokens(request)
     completion = (len(reply.content or "") + len(json.dumps(reply.tool_calls or []))) // 4
+    # A reasoning reply (vLLM's reasoning parser, OpenAI's reasoning models): its reasoning is generated tokens,
+    # inside completion_tokens, and told apart in completion_tokens_details.reasoning_tokens.
+    thought = reply.extra_message.get("reasoning_content") or reply.extra_message.get("reasoning")
+    reasoning = max(1, len(str(thought)) // 4) if thought else None
+    usage: dict[str, Any] = {"prompt_tokens": prompt, "completion_tokens": completion + (reasoning or 0),
+                             "total_tokens": prompt + completion + (reasoning or 0)}
+    if reasoning is not None:
+        usage["completion_tokens_details"] = {"reasoning_tokens": reasoning}
     return {
         "id": f"chatcmpl-{uuid.uuid4().hex[:12]}", "object": "chat.completion", "created": int(time.time()),
         "model": request.get("model", "fake"),
         "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if reply.tool_calls else "stop",
                      **reply.extra_choice}],
-        "usage": reply.usage or {"prompt_tokens": prompt, "completion_tokens": completion,
-                                 "total_tokens": prompt + completion},
+        "usage": reply.usage or usage,
     }
 
 

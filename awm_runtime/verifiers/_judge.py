@@ -24,6 +24,7 @@ from typing import Any, Protocol
 from awm_runtime._errors import AwmError
 from awm_runtime._prompts import render
 from awm_runtime._types import Message, Usage, Verdict
+from awm_runtime.models._reasoning import exhausted
 
 LABELS = ("complete", "incomplete")
 _THINK = re.compile(r"<think>.*?</think>", re.S)
@@ -242,6 +243,10 @@ class Judge:
             usage = getattr(reply, "usage", None)
             if isinstance(usage, Usage):
                 _add_usage(detail, usage)
+            if (config := getattr(self.client, "config", None)) is not None and (
+                    spent := exhausted(reply, "judge", config.alias, config.params)):
+                return Verdict(result="judge_error", mode="sql", detail=detail, error=spent,
+                               elapsed_ms=(time.perf_counter() - started) * 1000)
             parsed = parse_judgement(getattr(reply, "content", None))
             if parsed is not None:
                 break

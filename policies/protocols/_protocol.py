@@ -156,11 +156,12 @@ class ToolProtocol:
             held = self._schema_maps[key] = (tuple(tools), {t.name: t.input_schema for t in tools})
         return held[1]
 
-    def wire(self, messages: Sequence[Message]) -> list[dict[str, Any]]:
-        """The transcript as the model is sent it (OpenAI chat format)."""
+    def wire(self, messages: Sequence[Message], model: str | None = None) -> list[dict[str, Any]]:
+        """The transcript as the model is sent it (OpenAI chat format); to `model`, with the provider state its
+        own replies returned (signed thinking blocks ..., models/_reasoning.py)."""
         out = []
         for m in messages:
-            d = m.to_openai()
+            d = m.to_openai(model)
             if d.get("tool_calls"):
                 d["tool_calls"] = [_wire_call(c, self.limits) for c in d["tool_calls"]]
             out.append(d)

@@ -77,3 +77,14 @@ def test_a_bad_file_key_names_the_file_and_the_key_as_written() -> None:
         build_run_config({}, {"repeats": 0}, env={}, file_name="awm.toml", file_keys=())
     with pytest.raises(ConfigError, match=r"^AWM_REPEATS: "):
         build_run_config({}, {}, env={"AWM_REPEATS": "0"}, file_name="awm.toml")
+
+
+def test_an_arm_sets_the_policy_s_reasoning_effort_or_thinking_budget() -> None:
+    from awm_runtime._config import parse_arm
+
+    assert parse_arm("high:reasoning_effort=high").reasoning_effort == "high"
+    assert parse_arm("big:thinking_budget=8000").thinking_budget == 8000
+    with pytest.raises(ConfigError, match="reasoning_effort"):
+        parse_arm("x:reasoning_effort=extreme")
+    with pytest.raises(ConfigError, match="thinking_budget"):
+        parse_arm("x:thinking_budget=100")  # Anthropic's minimum is 1,024

@@ -124,6 +124,7 @@ def test_two_arm_report_has_every_plot_and_the_run_s_numbers(awm: Awm, two_arm_r
     assert set(economics) == {"solo", "asked"}
     assert economics["solo"][1] == "unknown" and "$0" not in text  # simulated models have no price
     assert re.fullmatch(r"[0-9.e-]+ / [0-9.e-]+", economics["asked"][4])  # policy call p50 / p95
+    assert economics["asked"][-1] == "not reported"  # simulated models report no reasoning tokens
     assert "Wilson score, n/a" not in text
     expert = {r[0]: r for r in page.tables["table-expert"][1:]}
     assert expert["asked"][1] == str(sum(r["expert_calls"] for r in recs if r["arm"] == "asked")) != "0"

@@ -120,3 +120,15 @@ async def test_anthropic_and_gemini_endpoints_are_checked_with_their_own_key_hea
             facts = await read_facts(claude, client)
             assert takes_tools(claude) and await tools_problem(claude, facts, client, completions=True) is None
         assert facts.kind == "other" and len(a.requests) == sent
+
+
+async def test_a_thinking_alias_is_probed_with_its_own_max_tokens_and_its_params_untouched() -> None:
+    """Anthropic refuses a thinking budget that is not below max_tokens: 8 tokens would fail a good alias."""
+    from awm_runtime.testing import FakeAnthropic
+
+    params = {"max_tokens": 4096, "thinking": {"type": "enabled", "budget_tokens": 2048}}
+    with FakeAnthropic(key=KEY, models=("claude-x",)) as a:
+        config = cfg("c", a.url, "anthropic/claude-x", params=dict(params), protocol="native")
+        await preflight([("policy", config)])
+    assert a.refused == [] and a.requests[-1]["max_tokens"] == 4096
+    assert config.params == params  # the probe's tool is not left in the alias's params

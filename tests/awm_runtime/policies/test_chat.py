@@ -149,3 +149,17 @@ def test_ref_names_the_protocol() -> None:
     config = ModelConfig(alias="a", model="openai/m", protocol="awm")
     assert ChatPolicy(ModelClient(config, "policy")).ref.protocol == "awm"
     assert ChatPolicy(ModelClient(config, "policy"), protocol="hermes").ref.protocol == "hermes"
+
+
+def test_an_arm_s_reasoning_goes_over_the_alias_s() -> None:
+    from awm_runtime.models import ModelClient, ModelConfig
+    from awm_runtime.policies import ChatPolicy
+
+    alias = ModelConfig(alias="c", model="anthropic/claude-x", params={
+        "thinking": {"type": "enabled", "budget_tokens": 1024}, "reasoning_effort": "low"})
+    client = ModelClient(alias, "policy")
+    assert ChatPolicy(client, reasoning_effort="high").request_params(0) == {
+        "seed": 0, "reasoning_effort": "high", "thinking": None}
+    assert ChatPolicy(client, thinking_budget=4096).request_params(0) == {
+        "seed": 0, "thinking": {"type": "enabled", "budget_tokens": 4096}, "reasoning_effort": None}
+    assert ChatPolicy(client).request_params(0) == {"seed": 0}

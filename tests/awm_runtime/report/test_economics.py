@@ -63,3 +63,35 @@ def test_usage_adds_latencies_retries_and_whether_every_call_was_priced() -> Non
     total.add(Usage(calls=1, latency_s=[0.7], cost_known=False))
     total.add(Usage(calls=1, latency_s=[0.1], cost_known=True))
     assert (total.latency_s, total.retries, total.cost_known) == ([0.5, 0.7, 0.1], 2, False)
+
+
+def test_reasoning_tokens_per_episode_beside_output_tokens_and_unknown_when_not_reported() -> None:
+    from awm_runtime._types import EpisodeRecord, Message, ModelRef
+
+    stats = RunStats()
+    for reasoning in (30, 10):
+        e = _episode("openai", "complete", 0.01, True, [0.5])
+        e["usage"]["policy"]["reasoning_tokens"] = reasoning
+        stats.add(e)
+    stats.add(_episode("claude", "complete", 0.01, True, [0.5]))  # no reasoning_tokens: not reported
+    stats.add({**_episode("claude", "complete", 0.01, True, []), "messages": [{"reasoning_dropped": True}]})
+    record = EpisodeRecord(episode_id="e", arm="claude", scenario="s", task_idx=1, repeat=0, outcome="complete",
+                           verdict="complete", policy=ModelRef(alias="cheap", model="m"), messages=[
+                               Message(role="assistant", source="policy", reasoning_dropped=True)])
+    stats.add(record)  # a live record: its messages are not dumped, the flag is carried
+    arms = stats.to_dict()["arms"]
+    openai, claude = arms["openai"], arms["claude"]
+    assert openai["economics"]["output_tokens_per_episode"] == 20 and openai["economics"][
+        "reasoning_tokens_per_episode"] == 20
+    assert openai["economics"]["reasoning_note"] == "" and "reasoning_dropped_episodes" not in openai
+    assert claude["economics"]["reasoning_tokens_per_episode"] is None
+    assert claude["economics"]["reasoning_note"] == "not reported by policy cheap"
+    assert claude["reasoning_dropped_episodes"] == 2
+    from rich.console import Console
+
+    from awm_runtime.report import economics_table
+
+    console = Console(width=200, record=True)
+    console.print(economics_table(stats.to_dict()))
+    row = next(line for line in console.export_text().splitlines() if "of which reasoning" in line)
+    assert [c.strip() for c in row.split("│") if c.strip()] == ["of which reasoning", "20", "not reported"]
