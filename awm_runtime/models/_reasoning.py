@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from awm_runtime._log import get_logger
+from awm_runtime.models._registry import toml_table
 
 if TYPE_CHECKING:
     from awm_runtime._types import Message
@@ -164,4 +165,4 @@ def exhausted(reply: Any, role: str, alias: str, params: dict[str, Any]) -> str 
     spent = getattr(usage, "reasoning_tokens", None)
     thought = f", {spent} of them reasoning" if spent else " (reasoning, for a reasoning model)"
     return (f"{role} model {alias!r} used its whole max_tokens ({limit if limit else 'the provider default'})"
-            f"{thought} and returned no answer: raise max_tokens under [models.{alias}] in awm.toml")
+            f"{thought} and returned no answer: raise max_tokens under {toml_table(alias)} in awm.toml")
