@@ -77,3 +77,20 @@ def test_max_usd_refuses_models_without_a_price_and_endpoints_are_summed() -> No
 
     assert endpoint_totals([Stats()]) == [{"endpoint": "e", "roles": ["policy"], "calls": 40, "failed_attempts": 2,
                                           "retries": 3, "rate_limited": 1, "failed_per_100_calls": 5.0}]
+
+
+def test_max_usd_stops_when_a_call_cost_becomes_unknown() -> None:
+    """A provider's invalid usage leaves a call unpriced: the dollar budget can no longer be kept, so it stops."""
+    control = RunControl()
+    watch = PairWatch(["a", "b"], Rule(), control, max_usd=10.0)
+    watch.observe(_rec("a", 0, cost=0.01))
+    assert not control.stop_requested
+    bad = _rec("a", 1)
+    bad["usage"] = {"policy": {"calls": 1, "cost_usd": 0.0, "cost_known": False}, "judge": {"cost_known": False}}
+    watch.observe(bad)
+    assert control.stop_requested and watch.reason == (
+        "max-usd budget cannot be kept: a policy call's cost is unknown (its provider reported invalid usage): "
+        "not decided")
+    unpriced_judge = PairWatch(["a", "b"], Rule(), RunControl(), max_usd=10.0)
+    unpriced_judge.observe({**_rec("a", 0), "usage": {"judge": {"calls": 1, "cost_known": False}}})
+    assert unpriced_judge.reason is None  # a judge needs no price for --max-usd
