@@ -40,6 +40,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--out", type=Path, required=True, metavar="DIR", help="the fork run's directory")
     p.add_argument("--resume", action="store_true", help="continue the fork run in --out")
     p.add_argument("--concurrency", type=int, metavar="N", help="episodes in flight (default: the source run's)")
+    p.add_argument("--trust-manifest", action="store_true",
+                   help="use the source run's worlds, world environment, sandbox switch, endpoints, key variables "
+                        "and model definitions even though you did not write its manifest on this machine")
     p.add_argument("--quiet", action="store_true", help="print only the summary")
     p.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
     return p
@@ -71,6 +74,7 @@ def build(args: argparse.Namespace) -> tuple[Any, Any, dict[str, Any]]:
     """The fork run's config and planner, and the plan's arguments."""
     from awm_runtime._config import RunConfig
     from awm_runtime.logs import read_manifest
+    from awm_runtime.logs._trust import check_manifest
     from awm_runtime.scheduler._forks import (
         ForkPlanner,
         fork_arms,
@@ -94,6 +98,7 @@ def build(args: argparse.Namespace) -> tuple[Any, Any, dict[str, Any]]:
     if len(set(names)) != len(names):
         raise ConfigError(f"--arm names must be unique, got {', '.join(names)}")
     source_manifest = read_manifest(run)
+    check_manifest("", run, source_manifest, trusted=args.trust_manifest)  # before anything runs
     stored = {k: v for k, v in (source_manifest.get("config") or {}).items() if k not in ("out", "resume")}
     source = RunConfig(**stored)
     chosen = select_checkpoints(run, at, parse_filter(plan["episodes"]))

@@ -93,6 +93,9 @@ def parser() -> argparse.ArgumentParser:
     a("--config", type=Path, dest="config_path", metavar="awm.toml", help="model aliases and [run] defaults")
     a("--out", type=Path, metavar="DIR", help="run directory (default runs/<timestamp>-<id>)")
     a("--resume", action="store_true", default=None, help="continue the run in --out, skipping finished episodes")
+    a("--trust-manifest", action="store_true",
+      help="--resume: adopt the run's worlds, world environment, sandbox switch, endpoints, key variables and "
+           "model definitions from its manifest although you did not write it on this machine")
     # World engine: which tasks, how they are judged, how worlds run.
     a("--exclude-trivial", action="store_true", default=None,
       help="skip tasks whose verifier already passes on the untouched DB (checked once per dataset, cached)")
@@ -167,7 +170,7 @@ def _config(args: argparse.Namespace) -> Any:
     """CLI > the resumed run's manifest (with --resume) > awm.toml [run] > AWM_* env > defaults.
 
     On --resume, `prepare` refuses a flag or an awm.toml that would change what an arm means."""
-    cli = {k: v for k, v in vars(args).items() if k not in ("quiet", "json", "log_stdout")}
+    cli = {k: v for k, v in vars(args).items() if k not in ("quiet", "json", "log_stdout", "trust_manifest")}
     if cli.get("enable_thinking") is not None:
         cli["enable_thinking"] = cli["enable_thinking"] == "on"
     file: dict[str, Any] = {}
@@ -190,9 +193,15 @@ def _resumed_config(args: argparse.Namespace) -> dict[str, Any]:
     if manifest is None or not manifest.is_file():
         return {}
     try:
-        config = dict(json.loads(manifest.read_text(encoding="utf-8")).get("config") or {})
-    except (OSError, ValueError) as exc:
+        stored = json.loads(manifest.read_text(encoding="utf-8"))
+        config = dict(stored.get("config") or {})
+    except (OSError, ValueError, AttributeError) as exc:
         raise ConfigError(f"--resume: {manifest} is unreadable ({exc})") from None
+    from awm_runtime.logs._trust import check_manifest, own_models
+
+    restated = {k for k, v in vars(args).items() if v is not None}
+    check_manifest("--resume: ", manifest.parent, stored, trusted=args.trust_manifest, restated=restated,
+                   restate_hint=True, own=own_models(args.config_path))
     return {k: v for k, v in config.items() if k not in ("out", "resume") and v is not None}
 
 
