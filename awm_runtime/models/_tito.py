@@ -9,12 +9,18 @@ token sequence, built by the serving engine and never re-tokenised here:
 - then what the world, the expert and the nudges add, rendered as a *template delta*: the conversation
   is rendered with the last reply replaced by a sentinel, and the delta is what the template puts after
   the sentinel (the reply's closing markers, the new messages, the next generation prompt), tokenised
-  by the engine alone. When the reply already ended with the token that closes the turn (the model
-  sampled `<|im_end|>`), that token is not repeated.
+  by the engine alone. The sentinel carries a random nonce drawn for each render, and must appear in the
+  rendered text exactly once: text the world or the agent writes cannot imitate it. When the reply
+  already ended with the token that closes the turn (the model sampled `<|im_end|>`), that token is not
+  repeated.
 
 The next request sends the sequence itself as the prompt: llama.cpp `/completion` with a token-array
 prompt (`return_tokens`, `n_probs`), vLLM `/v1/completions` with token-id prompts (`return_token_ids`).
 The reply's text is the engine's decoding of its ids, parsed by the protocol's parser as before.
+
+Token data is validated where it enters (models/_tokens.py): ids are whole numbers within the engine's
+vocabulary (llama.cpp says its size), non-empty when the text is, and as many as the logprobs when they
+were asked for; anything else fails the attempt as the server's error (kind "server"), never a record.
 
 The sequence travels with the transcript: each policy reply's message keeps the prompt tokens its turn
 added (`prompt_delta_ids`) and its generated ids, and the chat policy marks the last reply of the wire
@@ -26,6 +32,7 @@ in the window fails as a context overflow before it is sent, and max_tokens is c
 from __future__ import annotations
 
 import asyncio
+import secrets
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -37,9 +44,10 @@ from awm_runtime._types import Message, Usage
 from awm_runtime.models._exceptions import AttemptError, kind_for_status
 from awm_runtime.models._reply import ModelReply
 from awm_runtime.models._route import Route
+from awm_runtime.models._tokens import TokenDataError, checked_ids, checked_logprobs
 
 SEQUENCE_KEY = "_awm_token_sequence"  # on the last policy reply of the wire messages: the tokens through it
-SENTINEL = "AWM7TITO7REPLY7SENTINEL"  # one plain word no template rewrites, found again in the rendered text
+SENTINEL = "AWM7TITO7REPLY7SENTINEL"  # one plain word no template rewrites; each render adds a random nonce
 # What llama.cpp's /completion and vLLM's /v1/completions take from the alias's params (OpenAI names).
 _SAMPLING = ("temperature", "top_p", "top_k", "min_p", "seed", "stop", "presence_penalty", "frequency_penalty",
              "repetition_penalty", "repeat_penalty")
@@ -99,6 +107,7 @@ class Engine:
         self.root = base.removesuffix("/v1")
         self.headers = {"Content-Type": "application/json", **({"Authorization": f"Bearer {key}"} if key else {})}
         self.window: int | None = None
+        self.vocab: int | None = None  # the tokenizer's size, where the engine says (ids at or past it are bad)
 
     async def post(self, path: str, body: dict[str, Any], timeout_s: float, *, root: bool = True) -> Any:
         import aiohttp
@@ -142,8 +151,13 @@ class Engine:
         """Learn the context window a request may fill, where the engine says."""
 
 
-def _sentinel_at(messages: list[dict[str, Any]], reply: int) -> list[dict[str, Any]]:
-    return [*messages[:reply], {"role": "assistant", "content": SENTINEL}, *messages[reply + 1:]]
+def fresh_sentinel() -> str:
+    """A sentinel for one render: a plain word with a random nonce, which no text written before can hold."""
+    return f"{SENTINEL}{secrets.token_hex(8).upper()}"
+
+
+def _sentinel_at(messages: list[dict[str, Any]], reply: int, sentinel: str) -> list[dict[str, Any]]:
+    return [*messages[:reply], {"role": "assistant", "content": sentinel}, *messages[reply + 1:]]
 
 
 def _render_kwargs(params: dict[str, Any]) -> dict[str, Any]:
@@ -159,7 +173,7 @@ class LlamaCpp(Engine):
     async def _tokenize(self, text: str, *, add_special: bool, timeout_s: float) -> list[int]:
         data = await self.post("/tokenize", {"content": text, "add_special": add_special, "parse_special": True},
                                timeout_s)
-        return [int(t) for t in data["tokens"]]
+        return _ids(data.get("tokens") if isinstance(data, dict) else data, "/tokenize", self.vocab, text)
 
     async def _render(self, messages: list[dict[str, Any]], kwargs: dict[str, Any], timeout_s: float) -> str:
         return str((await self.post("/apply-template", {"messages": messages, **kwargs}, timeout_s))["prompt"])
@@ -171,11 +185,14 @@ class LlamaCpp(Engine):
 
     async def delta(self, messages: list[dict[str, Any]], reply: int, kwargs: dict[str, Any],
                     timeout_s: float) -> list[int]:
-        text = await self._render(_sentinel_at(messages, reply), kwargs, timeout_s)
-        at = text.rfind(SENTINEL)
-        if at < 0:
-            raise _Failure("fatal", "the chat template dropped the last reply, so no delta can follow it")
-        return await self._tokenize(text[at + len(SENTINEL):], add_special=False, timeout_s=timeout_s)
+        sentinel = fresh_sentinel()
+        text = await self._render(_sentinel_at(messages, reply, sentinel), kwargs, timeout_s)
+        found = text.count(sentinel)
+        if found != 1:
+            raise _Failure("fatal", "the chat template dropped the last reply, so no delta can follow it" if not found
+                           else f"the chat template repeated the last reply {found} times, so no delta can follow it")
+        at = text.index(sentinel)
+        return await self._tokenize(text[at + len(sentinel):], add_special=False, timeout_s=timeout_s)
 
     async def read_window(self, timeout_s: float) -> None:
         import aiohttp
@@ -190,6 +207,16 @@ class LlamaCpp(Engine):
             return
         n_ctx = (props.get("default_generation_settings") or {}).get("n_ctx") if isinstance(props, dict) else None
         self.window = n_ctx if isinstance(n_ctx, int) and n_ctx > 0 else None
+        try:  # llama-server's /v1/models says the vocabulary's size (meta.n_vocab)
+            async with _session().get(f"{self.v1}/models", headers=self.headers,
+                                      timeout=aiohttp.ClientTimeout(total=timeout_s)) as resp:
+                listing = orjson.loads(await resp.read()) if resp.status == 200 else {}
+        except (aiohttp.ClientError, TimeoutError, orjson.JSONDecodeError):
+            return
+        data = listing.get("data") if isinstance(listing, dict) else None
+        meta = (data[0].get("meta") or {}) if isinstance(data, list) and data and isinstance(data[0], dict) else {}
+        n_vocab = meta.get("n_vocab") if isinstance(meta, dict) else None
+        self.vocab = n_vocab if isinstance(n_vocab, int) and not isinstance(n_vocab, bool) and n_vocab > 0 else None
 
     async def generate(self, ids: list[int], params: dict[str, Any], max_tokens: int | None,
                        timeout_s: float) -> Generation:
@@ -200,18 +227,25 @@ class LlamaCpp(Engine):
         if params.get("logprobs"):
             body["n_probs"] = int(params.get("top_logprobs") or 1)
         data = await self.post("/completion", body, timeout_s)
-        tokens = [int(t) for t in data.get("tokens") or []]
-        probs = data.get("completion_probabilities") or []
+        if not isinstance(data, dict):
+            raise _Failure("server", "/completion: the answer is not a JSON object")
+        text = data.get("content")
+        if text is not None and not isinstance(text, str):
+            raise _Failure("server", f"/completion: content is {type(text).__name__}, not text")
+        raw = data.get("tokens")
+        probs = data.get("completion_probabilities")
         logprobs: list[float] | None = None
-        if params.get("logprobs") and probs:
-            logprobs = [float(p["logprob"]) for p in probs]
-            if not tokens:
-                tokens = [int(p["id"]) for p in probs]
-        if logprobs is not None and len(logprobs) != len(tokens):
-            raise _Failure("server", f"/completion: {len(logprobs)} logprobs for {len(tokens)} tokens")
+        if params.get("logprobs"):
+            if not isinstance(probs, list) or not all(isinstance(p, dict) for p in probs):
+                raise _Failure("server", "/completion: logprobs were asked for (n_probs) and none came back")
+            if not raw:
+                raw = [p.get("id") for p in probs]
         # `tokens` ends with the end-of-generation id when the model sampled it (stop_type "eos")
+        tokens = _ids(raw if raw is not None else [], "/completion", self.vocab, text)
+        if params.get("logprobs"):
+            logprobs = _logprobs([p.get("logprob") for p in probs or []], len(tokens), "/completion")
         finish = "length" if data.get("stop_type") == "limit" else "stop"
-        return Generation(str(data.get("content") or ""), tokens, logprobs, finish)
+        return Generation(text or "", tokens, logprobs, finish)
 
 
 class Vllm(Engine):
@@ -225,16 +259,19 @@ class Vllm(Engine):
 
     async def _tokenize(self, body: dict[str, Any], timeout_s: float) -> list[int]:
         data = await self.post("/tokenize", {"model": self.served, **body}, timeout_s)
+        if not isinstance(data, dict):
+            raise _Failure("server", "/tokenize: the answer is not a JSON object")
         if isinstance(data.get("max_model_len"), int):
             self.window = data["max_model_len"]
-        return [int(t) for t in data["tokens"]]
+        rendered = "messages" if body.get("messages") else None  # a chat always renders to some text
+        return _ids(data.get("tokens"), "/tokenize", self.vocab, rendered)
 
     async def prompt(self, messages: list[dict[str, Any]], kwargs: dict[str, Any], timeout_s: float) -> list[int]:
         return await self._tokenize({"messages": messages, "add_generation_prompt": True, **kwargs}, timeout_s)
 
     async def delta(self, messages: list[dict[str, Any]], reply: int, kwargs: dict[str, Any],
                     timeout_s: float) -> list[int]:
-        marked = _sentinel_at(messages, reply)
+        marked = _sentinel_at(messages, reply, fresh_sentinel())
         whole, upto = await asyncio.gather(
             self._tokenize({"messages": marked, "add_generation_prompt": True, **kwargs}, timeout_s),
             self._tokenize({"messages": marked[:reply + 1], "add_generation_prompt": False,
@@ -253,18 +290,27 @@ class Vllm(Engine):
         if params.get("logprobs"):
             body["logprobs"] = int(params.get("top_logprobs") or 1)
         data = await self.post("/completions", body, timeout_s, root=False)
-        choice = data["choices"][0]
-        tokens = [int(t) for t in choice.get("token_ids") or []]
-        logprobs: list[float] | None = None
-        entries = choice.get("logprobs") or {}
-        if params.get("logprobs") and entries.get("token_logprobs") is not None:
-            logprobs = [float(x if x is not None else 0.0) for x in entries["token_logprobs"]]
-            if len(logprobs) != len(tokens):
-                raise _Failure("server", f"/v1/completions: {len(logprobs)} logprobs for {len(tokens)} tokens")
-        if not tokens:
+        choices = data.get("choices") if isinstance(data, dict) else None
+        if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+            raise _Failure("server", "/v1/completions: the answer has no choices")
+        choice = choices[0]
+        text = choice.get("text")
+        if text is not None and not isinstance(text, str):
+            raise _Failure("server", f"/v1/completions: text is {type(text).__name__}, not text")
+        if choice.get("token_ids") is None:
             raise _Failure("fatal", "/v1/completions returned no token_ids: tito needs vLLM >= 0.10.2")
         # vLLM's token_ids end with the EOS id when the model stopped on it (its text leaves it out)
-        return Generation(str(choice.get("text") or ""), tokens, logprobs, choice.get("finish_reason"))
+        tokens = _ids(choice.get("token_ids"), "/v1/completions", self.vocab, text)
+        if not tokens:
+            raise _Failure("server", "/v1/completions: no token ids, not even the end of the turn")
+        logprobs: list[float] | None = None
+        if params.get("logprobs"):
+            entries = choice.get("logprobs")
+            raw = entries.get("token_logprobs") if isinstance(entries, dict) else None
+            if isinstance(raw, list):  # vLLM leaves a logprob it could not compute as null
+                raw = [0.0 if x is None else x for x in raw]
+            logprobs = _logprobs(raw, len(tokens), "/v1/completions")
+        return Generation(text or "", tokens, logprobs, choice.get("finish_reason"))
 
 
 async def engine_kind(api_base: str, model: str, key: str | None, timeout_s: float = 10.0) -> str | None:
@@ -361,6 +407,20 @@ class Tito:
                           usage=Usage(calls=1, prompt_tokens=len(ids), completion_tokens=len(gen.ids)),
                           latency_s=time.perf_counter() - started, logprobs=gen.logprobs, token_ids=gen.ids,
                           prompt_token_ids=ids)
+
+
+def _ids(raw: Any, where: str, vocab: int | None, text: str | None) -> list[int]:
+    try:
+        return checked_ids(raw, where, vocab=vocab, text=text)
+    except TokenDataError as exc:
+        raise _Failure("server", str(exc)) from exc
+
+
+def _logprobs(raw: Any, count: int, where: str) -> list[float]:
+    try:
+        return checked_logprobs(raw, count, where)
+    except TokenDataError as exc:
+        raise _Failure("server", str(exc)) from exc
 
 
 def _error(route: Route, kind: Any, detail: str) -> AttemptError:

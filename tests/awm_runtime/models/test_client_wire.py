@@ -257,3 +257,11 @@ async def test_invalid_usage_is_the_providers_error_never_priced_and_said_once(u
     warned = [e for e in logs if e["event"] == "provider_usage_invalid"]
     assert len(warned) == 1 and warned[0]["alias"] == "fake-policy" and c.usage_problems == 3
     assert "negative" in warned[0]["problem"] or "more than any context" in warned[0]["problem"]
+
+
+async def test_malformed_token_data_fails_the_attempt_as_the_servers_error() -> None:
+    """Issue 51: a logprob above 0 (or ids that do not match the logprobs) is the server's error, named."""
+    bad = {"logprobs": {"content": [{"token": "ok", "logprob": 2.5, "bytes": None, "top_logprobs": []}]}}
+    with FakeOpenAI(key=KEY, default=Reply(extra_choice=bad)) as s, pytest.raises(ModelError) as info:
+        await client(s, max_retries=0).complete(HI)
+    assert info.value.kind == "server" and "logprobs: logprob 2.5 is not a log-probability" in str(info.value)
