@@ -20,7 +20,7 @@ Built-in arms: ask (the expert's advice is given at the fork turn) and solo (ask
 the fork turn on; solo:turns=K for the next K turns only). Any other NAME continues as the source arm did,
 with the given awm-run arm keys changed (e.g. --arm big:policy=gpt-4.1-mini). With an ask and a solo arm,
 the summary estimates the value of asking per forked state (docs/forks.md)."""
-FORK_FILE = "fork.json"  # the fork plan's arguments, so that --resume rebuilds the same plan
+FORK_FILE = "fork.json"  # the fork plan's arguments and its checkpoints, so that --resume continues the same plan
 
 
 def parser() -> argparse.ArgumentParser:
@@ -81,6 +81,8 @@ def build(args: argparse.Namespace) -> tuple[Any, Any, dict[str, Any]]:
         fork_config,
         parse_filter,
         parse_fork_arm,
+        pin_checkpoints,
+        pinned_checkpoints,
         plan_forks,
         select_checkpoints,
     )
@@ -101,7 +103,12 @@ def build(args: argparse.Namespace) -> tuple[Any, Any, dict[str, Any]]:
     check_manifest("", run, source_manifest, trusted=args.trust_manifest)  # before anything runs
     stored = {k: v for k, v in (source_manifest.get("config") or {}).items() if k not in ("out", "resume")}
     source = RunConfig(**stored)
-    chosen = select_checkpoints(run, at, parse_filter(plan["episodes"]))
+    if plan.get("checkpoints") is not None:  # resumed: the states fixed at fork time, checked (issue 51)
+        chosen = pinned_checkpoints(run, plan["checkpoints"])
+    else:
+        chosen = select_checkpoints(run, at, parse_filter(plan["episodes"]))
+        if not args.resume:  # a fork.json of before issue 51 holds no plan: it is re-selected, as it was
+            plan["checkpoints"] = pin_checkpoints(run, chosen)
     resolved = fork_arms(source, arms, (e["arm"] for e in chosen))
     config = fork_config(source, resolved.values(), args.out, resume=args.resume, concurrency=args.concurrency)
     specs = plan_forks(chosen, arms, resolved, int(plan["repeats"]))
