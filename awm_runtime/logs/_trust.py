@@ -73,16 +73,22 @@ def _digest(secret: bytes, manifest: Mapping[str, Any]) -> str:
     return hmac.new(secret, body.encode(), hashlib.sha256).hexdigest()
 
 
-def seal(manifest: Mapping[str, Any]) -> str:
-    """The HMAC of a manifest's run id and config under this user's secret (created on first use)."""
-    secret = _secret(create=True)
-    assert secret is not None
-    return _digest(secret, manifest)
+def seal(manifest: Mapping[str, Any]) -> str | None:
+    """The HMAC of a manifest's run id and config under this user's secret (created on first use); None when
+    the secret cannot be kept (no writable config home): the run is then simply not sealed."""
+    try:
+        secret = _secret(create=True)
+    except OSError:
+        return None
+    return None if secret is None else _digest(secret, manifest)
 
 
 def sealed_here(manifest: Mapping[str, Any]) -> bool:
     """Whether this user wrote `manifest` on this machine and nothing changed its run id or config since."""
-    tag, secret = manifest.get("seal"), _secret(create=False)
+    try:
+        tag, secret = manifest.get("seal"), _secret(create=False)
+    except OSError:
+        return False
     return isinstance(tag, str) and secret is not None and hmac.compare_digest(tag, _digest(secret, manifest))
 
 

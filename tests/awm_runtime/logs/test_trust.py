@@ -70,3 +70,16 @@ def test_a_manifest_sealed_here_is_trusted_until_it_changes(home: Path) -> None:
     check_manifest("", Path("/runs/a"), changed, trusted=True)  # the user said so
     key_path().write_bytes(b"x" * 32)  # another user's secret (or a new one): the seal no longer verifies
     assert not sealed_here(m)
+
+
+def test_no_writable_config_home_leaves_the_run_unsealed_not_failed(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(blocker))  # awm-runtime/ cannot be made under a file
+    m = manifest(world_env=["HOME"])
+    assert seal(m) is None
+    m["seal"] = None
+    assert not sealed_here(m)
+    with pytest.raises(ConfigError, match="world_env"):
+        check_manifest("", tmp_path, m, trusted=False)
