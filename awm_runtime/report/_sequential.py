@@ -122,6 +122,20 @@ class SequentialTest:
         assert self.arms is not None
         return self.arms[1] if 2 * k > n else self.arms[0]
 
+    def note(self) -> str | None:
+        """Why the test has not decided though one view would have: the views disagree (None otherwise)."""
+        if self.decided or self.refused or self.arms is None:
+            return None
+        acc = _crossed(self.discordant, self.later_wins, self.alpha)
+        strict = _crossed(self.strict_discordant, self.strict_later_wins, self.alpha)
+        if acc == strict and (not acc or self._favoured(self.discordant, self.later_wins) == self._favoured(
+                self.strict_discordant, self.strict_later_wins)):
+            return None
+        view, other = ("accountable", "strict") if acc else ("strict", "accountable")
+        n, k = (self.discordant, self.later_wins) if acc else (self.strict_discordant, self.strict_later_wins)
+        return (f"the {view} view favours {self._favoured(n, k)} beyond 1/alpha but the {other} view does not "
+                "agree (infrastructure errors leave out or count as failures different pairs): not decided")
+
     def refusal(self) -> str:
         """Why the test will not decide: the arms' infrastructure errors differ beyond chance."""
         first, later = self.arms or ("the earlier arm", "the later arm")
@@ -155,7 +169,7 @@ class SequentialTest:
                     "decides only when the accountable and strict views agree, refuses when infrastructure "
                     "errors depend on the arm",
             "alpha": self.alpha, "threshold": round(1 / self.alpha, 6), "decided": self.decided,
-            "refused": self.refused,
+            "refused": self.refused, "note": self.note(),
             "e_value": float(f"{self.e_value:.6g}"), "pairs": self.pairs, "pairs_with_infra_error": self.infra,
             "discordant_pairs": self.discordant, "later_arm_wins": self.later_wins,
             "strict": {"e_value": _e(self.strict_discordant, self.strict_later_wins),

@@ -146,4 +146,6 @@ def test_the_views_must_agree_on_the_winner() -> None:
     state = rule.state()
     # accountable: 8 of 8 for b (crossed); strict: b 8, a 4 of 12 discordant (not crossed); errors 4 and 4
     assert state["e_value"] >= 20 and state["strict"]["e_value"] < 20 and not state["decided"]
+    assert state["note"] == ("the accountable view favours b beyond 1/alpha but the strict view does not agree "
+                             "(infrastructure errors leave out or count as failures different pairs): not decided")
     assert not state["refused"] and state["infra_errors"]["a"] == 4 and state["infra_errors"]["b"] == 4
