@@ -216,6 +216,9 @@ async def run(config: RunConfig, *, sinks: Sequence[Sink] = (), prepared: Prepar
             summary.update(unrecorded_count=len(missing), unrecorded=[list(k) for k in missing[:UNRECORDED_SHOWN]])
             log.error("episodes_unrecorded", count=len(missing), keys=summary["unrecorded"],
                       note="planned episodes that were neither recorded nor cancelled; --resume runs them")
+        events.flush()
+        if events.dropped:  # a full disk cost events.jsonl lines (logs/_setup.py): said, never silent
+            summary["events_dropped"] = events.dropped
         try:
             writer.write_json(SUMMARY, summary)
         except RunDirFull as exc:  # the summary is recomputed from the records by awm-report and --resume
