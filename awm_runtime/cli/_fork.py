@@ -22,7 +22,7 @@ the fork turn on; solo:turns=K for the next K turns only) and continue (as the s
 NAME must say what it changes: awm-run arm keys (e.g. --arm big:policy=gpt-4.1-mini) or mode=ask|solo|continue;
 a bare unknown name (--arm sloo) is refused. With an ask and a solo arm,
 the summary estimates the value of asking per forked state (docs/forks.md)."""
-FORK_FILE = "fork.json"  # the fork plan's arguments, so that --resume rebuilds the same plan
+FORK_FILE = "fork.json"  # the fork plan's arguments and its checkpoints, so that --resume continues the same plan
 
 
 def parser() -> argparse.ArgumentParser:
@@ -43,6 +43,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--out", type=Path, required=True, metavar="DIR", help="the fork run's directory")
     p.add_argument("--resume", action="store_true", help="continue the fork run in --out")
     p.add_argument("--concurrency", type=int, metavar="N", help="episodes in flight (default: the source run's)")
+    p.add_argument("--trust-manifest", action="store_true",
+                   help="use the source run's worlds, world environment, sandbox switch, endpoints, key variables "
+                        "and model definitions even though you did not write its manifest on this machine")
     p.add_argument("--quiet", action="store_true", help="print only the summary")
     p.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
     return p
@@ -74,12 +77,15 @@ def build(args: argparse.Namespace) -> tuple[Any, Any, dict[str, Any]]:
     """The fork run's config and planner, and the plan's arguments."""
     from awm_runtime._config import RunConfig
     from awm_runtime.logs import read_manifest
+    from awm_runtime.logs._trust import check_manifest
     from awm_runtime.scheduler._forks import (
         ForkPlanner,
         fork_arms,
         fork_config,
         parse_filter,
         parse_fork_arm,
+        pin_checkpoints,
+        pinned_checkpoints,
         plan_forks,
         select_checkpoints,
     )
@@ -97,9 +103,15 @@ def build(args: argparse.Namespace) -> tuple[Any, Any, dict[str, Any]]:
     if len(set(names)) != len(names):
         raise ConfigError(f"--arm names must be unique, got {', '.join(names)}")
     source_manifest = read_manifest(run)
+    check_manifest("", run, source_manifest, trusted=args.trust_manifest)  # before anything runs
     stored = {k: v for k, v in (source_manifest.get("config") or {}).items() if k not in ("out", "resume")}
     source = RunConfig(**stored)
-    chosen = select_checkpoints(run, at, parse_filter(plan["episodes"]))
+    if plan.get("checkpoints") is not None:  # resumed: the states fixed at fork time, checked (issue 51)
+        chosen = pinned_checkpoints(run, plan["checkpoints"])
+    else:
+        chosen = select_checkpoints(run, at, parse_filter(plan["episodes"]))
+        if not args.resume:  # a fork.json of before issue 51 holds no plan: it is re-selected, as it was
+            plan["checkpoints"] = pin_checkpoints(run, chosen)
     resolved = fork_arms(source, arms, (e["arm"] for e in chosen))
     config = fork_config(source, resolved.values(), args.out, resume=args.resume, concurrency=args.concurrency)
     specs = plan_forks(chosen, arms, resolved, int(plan["repeats"]))

@@ -35,7 +35,7 @@ def _config(args: argparse.Namespace) -> Any:
     """CLI > the resumed run's manifest (with --resume) > awm.toml [run] > AWM_* env > defaults.
 
     On --resume, `prepare` refuses a flag or an awm.toml that would change what an arm means."""
-    cli = {k: v for k, v in vars(args).items() if k not in ("quiet", "json", "log_stdout")}
+    cli = {k: v for k, v in vars(args).items() if k not in ("quiet", "json", "log_stdout", "trust_manifest")}
     if cli.get("enable_thinking") is not None:
         cli["enable_thinking"] = cli["enable_thinking"] == "on"
     file: dict[str, Any] = {}
@@ -60,9 +60,15 @@ def _resumed_config(args: argparse.Namespace) -> dict[str, Any]:
     if manifest is None or not manifest.is_file():
         return {}
     try:
-        config = dict(json.loads(manifest.read_text(encoding="utf-8")).get("config") or {})
-    except (OSError, ValueError) as exc:
+        stored = json.loads(manifest.read_text(encoding="utf-8"))
+        config = dict(stored.get("config") or {})
+    except (OSError, ValueError, AttributeError) as exc:
         raise ConfigError(f"--resume: {manifest} is unreadable ({exc})") from None
+    from awm_runtime.logs._trust import check_manifest, own_models
+
+    restated = {k for k, v in vars(args).items() if v is not None}
+    check_manifest("--resume: ", manifest.parent, stored, trusted=args.trust_manifest, restated=restated,
+                   restate_hint=True, own=own_models(args.config_path))
     return {k: v for k, v in config.items() if k not in ("out", "resume") and v is not None}
 
 

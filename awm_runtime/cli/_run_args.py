@@ -80,6 +80,9 @@ def _run_group(g: argparse._ArgumentGroup) -> None:
     a("--prompts", type=Path, metavar="DIR",
       help="a folder of prompt templates replacing the packaged ones (same file names and variables)")
     a("--resume", action="store_true", default=None, help="continue the run in --out, skipping finished episodes")
+    a("--trust-manifest", action="store_true",
+      help="--resume: adopt the run's worlds, world environment, sandbox switch, endpoints, key variables and "
+           "model definitions from its manifest although you did not write it on this machine")
     a("--checkpoint", choices=("none", "asks", "every"),
       help="save episode checkpoints in the run directory: before each turn in which the agent asked the expert "
            "or was nudged (asks), before every turn (every), or not at all (none, default). awm-fork continues "

@@ -3,12 +3,20 @@
 Files under `<run>/checkpoints/`: `<episode_id>/turn-<k>.json` (+ `.db`), `index.jsonl` (one line per
 checkpoint, appended once its files are in place), and `<episode_id>/reply.json`, the turn in flight's
 policy reply and expert answer (episode/_midturn.py), which `--resume` uses instead of calling again.
+
+A full disk (ENOSPC, EDQUOT) while saving stops the episode's checkpoints, never the episode: the files
+of the checkpoint being written are removed (no half file, no DB copy the index does not name, an index
+line cut back), the record's `checkpoints.disk_full` says so, and the event `checkpoints_disk_full` is
+logged once per run directory. Checkpoints are a convenience; the run's records are what a full disk
+must not tear (logs/_rundir.py stops the run when those cannot be written).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
+import errno
 import os
 import shutil
 import threading
@@ -19,6 +27,7 @@ from typing import Any
 import orjson
 
 from awm_runtime._interfaces import Advice, CallTool, PolicyTurn
+from awm_runtime._log import get_logger
 from awm_runtime.episode._checkpoint import (
     INDEX,
     Checkpoint,
@@ -32,6 +41,10 @@ from awm_runtime.episode._checkpoint import (
 from awm_runtime.episode._midturn import REPLY, SavedReply, saved_advice, saved_policy_turn, write_durably
 from awm_runtime.episode._state import EpisodeState
 from awm_runtime.episode._tools import ASK_EXPERT
+
+log = get_logger("awm_runtime.episode")
+_FULL = (errno.ENOSPC, errno.EDQUOT)
+_full_roots: set[str] = set()  # run directories whose checkpoints met a full disk (said once each)
 
 
 class Checkpointer:
@@ -61,11 +74,48 @@ class Checkpointer:
         # hands under this lock, and once `_closed`, a capture that ends removes its own DB copy.
         self._lock = threading.Lock()
         self._closed = False
+        self.disk_full = False  # a save met a full disk: no more checkpoints for this episode
+
+    write = staticmethod(os.write)  # the write syscall of checkpoint files (a test injects a full disk here)
+
+    def _write_file(self, path: Path, body: bytes, *, append: bool = False) -> None:
+        """Write `body` whole to a new file (or append it whole); on failure nothing of it stays."""
+        flags = os.O_WRONLY | os.O_CREAT | (os.O_APPEND if append else os.O_TRUNC)
+        fd = os.open(path, flags, 0o644)
+        try:
+            before = os.fstat(fd).st_size if append else 0
+            view = memoryview(body)
+            try:
+                while view:
+                    view = view[self.write(fd, view):]
+            except OSError:
+                with contextlib.suppress(OSError):
+                    os.ftruncate(fd, before)
+                raise
+        finally:
+            os.close(fd)
+
+    def _stop_on_full(self, exc: OSError) -> None:
+        """A save met a full disk: say so (once per run directory) and save nothing more; other errors raise."""
+        if exc.errno not in _FULL:
+            raise exc
+        self.disk_full = True
+        self.discard()
+        if str(self.root) not in _full_roots:
+            _full_roots.add(str(self.root))
+            log.warning("checkpoints_disk_full", root=str(self.root), error=os.strerror(exc.errno or errno.ENOSPC),
+                        note="episodes go on without further checkpoints; records are unaffected")
 
     def _capture(self, ep: EpisodeState, session: Any) -> None:
+        if self.disk_full:
+            return
         started = time.perf_counter()
         try:
-            captured: tuple[Checkpoint, Path | None] | None = self._capture_now(ep, session)
+            try:
+                captured: tuple[Checkpoint, Path | None] | None = self._capture_now(ep, session)
+            except OSError as exc:
+                self._stop_on_full(exc)
+                return
             with self._lock:
                 if not self._closed:
                     self._pending, captured = captured, None
@@ -94,7 +144,11 @@ class Checkpointer:
                 os.link(self._last_db[0], target)  # unchanged since the last checkpoint: no new bytes
                 new = 0
             else:
-                shutil.copyfile(db, target)  # in-kernel (sendfile) on Linux
+                try:
+                    shutil.copyfile(db, target)  # in-kernel (sendfile) on Linux
+                except OSError:
+                    target.unlink(missing_ok=True)  # no half copy
+                    raise
                 new = target.stat().st_size
             self._last_db = (target, digest)
             cp.world = {"kind": "db", "file": target.name, "sha256": digest, "bytes": target.stat().st_size,
@@ -107,6 +161,9 @@ class Checkpointer:
         return cp, None
 
     def _write_pending(self, why: list[str]) -> None:
+        if self.disk_full:
+            self.discard()
+            return
         with self._lock:  # claimed: a cancellation from now on leaves this checkpoint to be written whole
             claimed, self._pending = self._pending, None
         if claimed is None:
@@ -125,22 +182,37 @@ class Checkpointer:
                 break
             cp.bytes = len(body) + db_bytes
         tmp = path.with_suffix(".json.tmp")
-        tmp.write_bytes(body)
-        os.replace(tmp, path)  # a reader never sees half a checkpoint
         entry = {"episode_id": cp.episode_id, "turn": cp.turn, "path": f"{cp.episode_id}/{path.name}",
                  "why": cp.why, "preceding": cp.preceding, "arm": cp.spec.arm, "scenario": cp.task.scenario,
                  "task_idx": cp.task.task_idx, "repeat": cp.spec.repeat, "seed": cp.seed, "bytes": cp.bytes,
                  "saved_at": cp.saved_at, "resumed": cp.spec.fork is not None}
-        with (self.root / INDEX).open("ab") as f:  # one short write in append mode: shards may share the file
-            f.write(orjson.dumps(entry) + b"\n")
+        try:
+            self._write_file(tmp, body)
+            os.replace(tmp, path)  # a reader never sees half a checkpoint
+            # one short write in append mode: shards may share the file
+            self._write_file(self.root / INDEX, orjson.dumps(entry) + b"\n", append=True)
+        except OSError as exc:  # nothing of this checkpoint stays: the index does not name it
+            for leftover in (tmp, path, claimed[1]):
+                if leftover is not None:
+                    leftover.unlink(missing_ok=True)
+            self._stop_on_full(exc)
+            return
         self.count += 1
         self.bytes += cp.bytes
         self.seconds += time.perf_counter() - started
 
     def _write_reply(self, reply: SavedReply) -> None:
+        if self.disk_full:
+            return
         started = time.perf_counter()
         reply.saved_at = time.time()
-        self.reply_bytes += write_durably(self.root / reply.episode_id / REPLY, reply.model_dump_json().encode())
+        target = self.root / reply.episode_id / REPLY
+        try:
+            self.reply_bytes += write_durably(target, reply.model_dump_json().encode())
+        except OSError as exc:
+            target.with_name(target.name + ".tmp").unlink(missing_ok=True)
+            self._stop_on_full(exc)
+            return
         self.replies += 1
         self.reply_seconds += time.perf_counter() - started
 
@@ -200,4 +272,4 @@ class Checkpointer:
         """What this episode's checkpoints cost (the record's `checkpoints`)."""
         return {"mode": self.mode, "count": self.count, "captures": self.captures, "bytes": self.bytes,
                 "seconds": round(self.seconds, 6), "replies": self.replies, "reply_bytes": self.reply_bytes,
-                "reply_seconds": round(self.reply_seconds, 6)}
+                "reply_seconds": round(self.reply_seconds, 6), **({"disk_full": True} if self.disk_full else {})}

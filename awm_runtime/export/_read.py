@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from awm_runtime._errors import AwmError, ConfigError
+from awm_runtime._errors import ConfigError
 from awm_runtime._interfaces import CallTool, FinalAnswer, ListTools, Malformed
 from awm_runtime.logs import EPISODES, MANIFEST, ToolSets, iter_records, read_manifest, read_tool_sets
 from awm_runtime.policies.protocols import parse_reply
@@ -63,19 +63,18 @@ def run_source(run: Path) -> RunSource:
 
 
 def arm_protocols(manifest: dict[str, Any]) -> dict[str, str]:
-    """arm -> protocol of its policy alias, from the run's own config; arms it cannot resolve are left out."""
+    """arm -> protocol of its policy alias, from the definitions the run stored (its manifest's `arms`), else the
+    built-in aliases; arms it cannot resolve are left out. No file the manifest names is read (logs/_trust.py)."""
     from awm_runtime.models import load_registry
 
-    config = manifest.get("config") or {}
-    path = config.get("config_path")
-    try:
-        registry = load_registry(Path(path) if path and Path(path).is_file() else None)
-    except AwmError:
-        return {}
+    registry = load_registry(None)
     out: dict[str, str] = {}
     for arm, info in (manifest.get("arms") or {}).items():
+        stored = (((info or {}).get("models") or {}).get("policy") or {}).get("protocol")
         alias = ((info or {}).get("policy") or {}).get("alias", "")
-        if alias in registry:
+        if stored in ("native", "awm", "hermes"):
+            out[arm] = str(stored)
+        elif alias in registry:
             out[arm] = registry.get(alias).protocol
     return out
 

@@ -13,6 +13,7 @@ from typing import Any
 import httpx
 
 from awm_runtime._errors import ConfigError, ModelError
+from awm_runtime.models._tokens import TokenDataError, checked_ids
 
 
 def server_root(api_base: str | None) -> str:
@@ -40,7 +41,12 @@ class LlamaCppTokens:
         if resp.status_code >= 400:
             raise ModelError(f"llama-server {self.root}{path}: HTTP {resp.status_code}: {resp.text[:200]}",
                              kind="server", role="policy")
-        data: dict[str, Any] = resp.json()
+        try:
+            data = resp.json()
+        except ValueError as exc:
+            raise ModelError(f"llama-server {self.root}{path}: not JSON", kind="server", role="policy") from exc
+        if not isinstance(data, dict):
+            raise ModelError(f"llama-server {self.root}{path}: not a JSON object", kind="server", role="policy")
         return data
 
     async def check(self) -> None:
@@ -54,9 +60,15 @@ class LlamaCppTokens:
             body["tools"] = tools
         if params.get("chat_template_kwargs"):
             body["chat_template_kwargs"] = params["chat_template_kwargs"]
-        text = (await self._post("/apply-template", body))["prompt"]
+        text = (await self._post("/apply-template", body)).get("prompt")
+        if not isinstance(text, str):
+            raise ModelError(f"llama-server {self.root}/apply-template: no rendered prompt", kind="server",
+                             role="policy")
         tokens = (await self._post("/tokenize", {"content": text, "add_special": True, "parse_special": True}))
-        return [int(t) for t in tokens["tokens"]]
+        try:  # validated where it enters: whole numbers in the vocabulary, some for any text (models/_tokens.py)
+            return checked_ids(tokens.get("tokens"), f"llama-server {self.root}/tokenize", text=text)
+        except TokenDataError as exc:
+            raise ModelError(str(exc), kind="server", role="policy") from exc
 
     async def detokenize(self, ids: list[int]) -> str:
         return str((await self._post("/detokenize", {"tokens": ids}))["content"])

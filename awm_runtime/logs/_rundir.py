@@ -1,13 +1,17 @@
 """The run directory (BRIEF §5): manifest.json, events.jsonl, episodes.jsonl, tools.jsonl, summary.json.
 
 episodes.jsonl is append-only: one record per finished episode, each written with a single
-O_APPEND write so a crash can tear at most the last line, which readers skip. tools.jsonl holds
+O_APPEND write so a crash can tear at most the last line, which readers skip. A write that fails (a
+full disk: ENOSPC, a quota: EDQUOT) is undone: the file is cut back to its length before the write, so
+every record written so far stays whole, and `RunDirFull` tells the run to stop (scheduler/_run.py). tools.jsonl holds
 each distinct tool set offered to a policy once, `{"tools_id", "tools"}`, written before the first
 record that names it; records carry only the `tools_id`.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
 import os
 import threading
@@ -17,6 +21,7 @@ from typing import Any
 
 import orjson
 
+from awm_runtime._errors import AwmError
 from awm_runtime._log import get_logger
 from awm_runtime._types import EpisodeRecord
 from awm_runtime.logs._encodable import dumps_encodable, encodable
@@ -44,40 +49,103 @@ def record_line(record: EpisodeRecord) -> bytes:
     return line + b"\n"
 
 
+_FULL = (errno.ENOSPC, errno.EDQUOT)
+
+
+class RunDirFull(AwmError):
+    """The run directory's disk (or quota) is full: what was written before is intact, this write is not."""
+
+
+def _failed_write(exc: OSError, path: Path) -> Exception:
+    if exc.errno in _FULL:
+        return RunDirFull(f"{path}: {os.strerror(exc.errno or errno.ENOSPC)}: free space, then continue with "
+                          "--resume (every record written so far is intact)")
+    return exc
+
+
 class RunDirWriter:
+    """Appends records and tool sets, and replaces the JSON files, of one run directory. `write` is the
+    write syscall (os.write; a test injects a full disk there)."""
+
+    write = staticmethod(os.write)
+
     def __init__(self, root: Path) -> None:
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
         self._fd = os.open(self.root / EPISODES, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         self._tool_ids: set[str] | None = None  # read from tools.jsonl at the first new set (resume)
         self._tools_lock = threading.Lock()  # add_tools runs on worker threads, two at once for two shards' units
+        self._append_lock = threading.Lock()  # a failed append is cut back: no other append may land meanwhile
+        # Set by a run: told once the disk is full; appends then return False instead of raising.
+        self.on_full: Any = None
+        self.full: RunDirFull | None = None
 
-    def add_tools(self, sets: ToolSets) -> None:
+    def _full(self, exc: RunDirFull) -> bool:
+        if self.on_full is None:
+            raise exc
+        first, self.full = self.full is None, exc
+        if first:
+            self.on_full(exc)
+        return False
+
+    def _append_whole(self, fd: int, data: bytes, path: Path) -> None:
+        """Append `data` to `fd` whole, or not at all: a failed write is cut back to the length before it."""
+        before = os.fstat(fd).st_size
+        view = memoryview(data)
+        try:
+            while view:
+                written = self.write(fd, view)
+                view = view[written:]
+        except OSError as exc:
+            with contextlib.suppress(OSError):  # not a file (a device): nothing of it can be cut back, nor needs to be
+                os.ftruncate(fd, before)
+            raise _failed_write(exc, path) from exc
+
+    def add_tools(self, sets: ToolSets) -> bool:
         """Append the tool sets not yet in tools.jsonl (callers run this off the event loop, before the
-        records that name them are appended). Safe to call from several threads at once: each set is written once."""
+        records that name them are appended). Safe to call from several threads at once: each set is written once.
+        False when the disk is full (with `on_full` set): the records that name them must not be written."""
         with self._tools_lock:
             if self._tool_ids is None:
                 self._tool_ids = set(read_tool_sets(self.root))
             lines = [orjson.dumps({"tools_id": tid, "tools": tools}) + b"\n" for tid, tools in sets.items()
                      if tid not in self._tool_ids]
             if not lines:
-                return
-            with (self.root / TOOLS).open("ab") as fh:
-                fh.write(scrub_bytes(b"".join(lines)))  # tool schemas come from world code: redacted like records
+                return True
+            fd = os.open(self.root / TOOLS, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            try:  # tool schemas come from world code: redacted like records
+                self._append_whole(fd, scrub_bytes(b"".join(lines)), self.root / TOOLS)
+            except RunDirFull as exc:
+                return self._full(exc)
+            finally:
+                os.close(fd)
             self._tool_ids.update(sets)
+            return True
 
-    def append(self, line: bytes) -> None:
-        """Write one record line with one syscall (callers run this off the event loop); key values the
-        process holds are redacted first."""
-        view = memoryview(scrub_bytes(line))
-        while view:
-            written = os.write(self._fd, view)
-            view = view[written:]
+    def append(self, line: bytes) -> bool:
+        """Write record lines with one syscall (callers run this off the event loop); key values the
+        process holds are redacted first. All of them or none: False when the disk is full (with `on_full`
+        set; RunDirFull otherwise), and the file is as it was."""
+        data = scrub_bytes(line)
+        with self._append_lock:
+            try:
+                self._append_whole(self._fd, data, self.root / EPISODES)
+            except RunDirFull as exc:
+                return self._full(exc)
+        return True
 
     def write_json(self, name: str, data: Any) -> None:
-        """Atomically replace `name` (write a temp file, then rename)."""
+        """Atomically replace `name` (write a temp file, then rename): on a full disk the old file stays."""
         tmp = self.root / f".{name}.tmp"
-        tmp.write_bytes(scrub_bytes(orjson.dumps(data, option=orjson.OPT_INDENT_2, default=str) + b"\n"))
+        body = scrub_bytes(orjson.dumps(data, option=orjson.OPT_INDENT_2, default=str) + b"\n")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            self._append_whole(fd, body, self.root / name)
+        except BaseException:
+            os.close(fd)
+            tmp.unlink(missing_ok=True)
+            raise
+        os.close(fd)
         os.replace(tmp, self.root / name)
 
     def close(self) -> None:

@@ -6,6 +6,7 @@ a run) can share one events.jsonl without tearing each other's lines, and memory
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from collections.abc import Callable, Iterable, Mapping
@@ -50,6 +51,7 @@ class EventStream:
         self._size = 0
         self._lock = threading.Lock()
         self.lines = 0
+        self.dropped = 0  # lines a failed write (a full disk) could not keep
 
     def msg(self, line: str) -> None:
         data = line.encode() + b"\n"
@@ -81,14 +83,23 @@ class EventStream:
             if self._size >= self._flush_bytes:
                 self._flush_locked()
 
+    write = staticmethod(os.write)  # the write syscall (a test injects a full disk here)
+
     def _flush_locked(self) -> None:
         if not self._buf or self._fd is None:
             return
-        view = memoryview(scrub_bytes(b"".join(self._buf)))
+        data = scrub_bytes(b"".join(self._buf))
         self._buf.clear()
         self._size = 0
-        while view:
-            view = view[os.write(self._fd, view):]
+        before = os.fstat(self._fd).st_size
+        view = memoryview(data)
+        try:
+            while view:
+                view = view[self.write(self._fd, view):]
+        except OSError:  # a full disk: logging never raises into the caller; the lines are dropped, counted
+            with contextlib.suppress(OSError):
+                os.ftruncate(self._fd, before)  # no torn line: the file ends on a whole event
+            self.dropped += data.count(b"\n")
 
     def flush(self) -> None:
         with self._lock:

@@ -10,6 +10,7 @@ from tenacity import AsyncRetrying, RetryError
 
 from awm_runtime import _events
 from awm_runtime._errors import ModelError
+from awm_runtime._log import get_logger
 from awm_runtime._slices import loop_slice
 from awm_runtime.models._exceptions import AttemptError
 from awm_runtime.models._limits import EndpointLimiter, limiter_for
@@ -19,6 +20,8 @@ from awm_runtime.models._reply import ModelReply
 from awm_runtime.models._retry import CallRetries, RetryPolicy, tenacity_kwargs
 from awm_runtime.models._route import Route, Transport
 from awm_runtime.models._transport import transport_for
+
+log = get_logger("awm_runtime.models")
 
 # Our own timer on top of litellm's, so a call that ignores its timeout still ends.
 _TIMEOUT_GRACE_S = 5.0
@@ -39,6 +42,7 @@ class ModelClient:
         self.retry_policy = RetryPolicy.of(config)
         self._transport = transport  # resolved at the first call, so model-call processes started after us are used
         self.prices: Prices = prices_for(config)  # now, at build time: never a file read mid-run
+        self.usage_problems = 0  # replies whose usage the provider got wrong (warned about once)
 
     def _use(self, config: ModelConfig) -> None:
         self.config = config
@@ -73,12 +77,26 @@ class ModelClient:
         await loop_slice()  # replies land together: what follows takes its turn (awm_runtime/_slices.py)
         reply.usage.cost_usd = self.prices.cost(reply.usage.prompt_tokens, reply.usage.completion_tokens)
         reply.usage.cost_known = self.prices.source != "unknown"
+        if reply.usage_problem:
+            self._bad_usage(reply)
         reply.usage.latency_s = [round(reply.latency_s, 4)]
         reply.usage.retries = attempts - 1
         _events.model_called(role=self.role, alias=self.config.alias, endpoint=self._limiter.endpoint,
                              latency_s=reply.latency_s, prompt_tokens=reply.usage.prompt_tokens,
                              completion_tokens=reply.usage.completion_tokens, attempt=attempts)
         return reply
+
+    def _bad_usage(self, reply: ModelReply) -> None:
+        """The provider's usage was invalid: its tokens count as none and its cost is unknown, never priced
+        (a negative count would otherwise lower the run's spend under --max-usd). Said once per alias."""
+        reply.usage.cost_usd = 0.0
+        reply.usage.cost_known = False
+        self.usage_problems += 1
+        if self.usage_problems == 1:
+            log.warning("provider_usage_invalid", role=self.role, alias=self.config.alias,
+                        endpoint=self._limiter.endpoint, problem=reply.usage_problem,
+                        effect="the provider's error: this call's tokens are not counted and its cost is unknown "
+                               "(said once for this alias)")
 
     async def _retried(self, first: AttemptError, messages: list[dict[str, Any]], params: dict[str, Any],
                        retries: CallRetries) -> tuple[ModelReply, int]:

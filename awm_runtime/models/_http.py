@@ -19,6 +19,7 @@ from awm_runtime.logs._encodable import dumps_encodable
 from awm_runtime.models._exceptions import AttemptError, kind_for_status, parse_retry_after
 from awm_runtime.models._reply import ModelReply, to_reply
 from awm_runtime.models._route import Route
+from awm_runtime.models._tokens import TokenDataError
 
 _sessions: dict[asyncio.AbstractEventLoop, Any] = {}
 
@@ -91,6 +92,8 @@ class DirectHTTP:
         try:
             data = _loads(raw)
             return to_reply(_View(data), time.perf_counter() - started)
+        except TokenDataError as exc:  # the engine's token data is malformed: its error, never a silent record
+            raise self._error(route, "server", str(exc), key) from exc
         except (ValueError, AttributeError, IndexError, TypeError, KeyError) as exc:
             # A 200 that is not a completion: a proxy glitch, worth another attempt.
             raise self._error(route, "server", f"malformed completion ({type(exc).__name__}): "

@@ -119,8 +119,8 @@ def reasoning_tokens(raw_usage: Any, fields: dict[str, Any] | None) -> int | Non
         return None
     details = getattr(raw_usage, "completion_tokens_details", None) if raw_usage is not None else None
     value = getattr(details, "reasoning_tokens", None) if details is not None else None
-    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
-        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0 or value > 10_000_000:
+        return None  # not a count any call holds: not reported (the call's own counts are checked in _reply)
     return int(value)
 
 

@@ -7,11 +7,12 @@ import time
 from typing import Any
 
 from awm_runtime.logs._encodable import encodable
-from awm_runtime.models._exceptions import to_attempt_error
+from awm_runtime.models._exceptions import AttemptError, to_attempt_error
 from awm_runtime.models._http import DIRECT_HTTP
 from awm_runtime.models._litellm import litellm
 from awm_runtime.models._reply import ModelReply, to_reply
 from awm_runtime.models._route import Route, Transport
+from awm_runtime.models._tokens import TokenDataError
 
 
 class InProcess:
@@ -32,7 +33,11 @@ class InProcess:
             raise
         except Exception as exc:
             raise to_attempt_error(exc, role=route.role, alias=route.alias, secrets=(key,) if key else ()) from exc
-        return to_reply(response, time.perf_counter() - started)
+        try:
+            return to_reply(response, time.perf_counter() - started)
+        except TokenDataError as exc:  # the engine's token data is malformed: its error, never a silent record
+            raise AttemptError(f"{route.role} model {route.alias!r} failed (server): {exc}", kind="server",
+                               role=route.role, alias=route.alias, detail=str(exc)) from exc
 
 
 IN_PROCESS = InProcess()

@@ -21,8 +21,10 @@ from awm_runtime.report._intervals import mean_difference_interval
 FORK_METHOD = ("Per forked state: mean of the ask continuations minus mean of the solo continuations, for "
                "completion (ΔP(complete)) and reward; aggregates are means over states, with 95% intervals from a "
                "bootstrap resampling tasks (n/a with fewer than two tasks). Continuations with an infrastructure "
-               "error are left out.")
+               "error are left out of the accountable view and count as failures in the strict one "
+               "(delta_complete_strict).")
 BY = ("turn", "preceding", "scenario", "expert")
+ALPHA = 0.05
 
 
 @dataclass(slots=True)
@@ -33,6 +35,8 @@ class _State:
     preceding: str
     ask: dict[str, list[tuple[float, float]]] = field(default_factory=lambda: defaultdict(list))  # expert -> runs
     solo: list[tuple[float, float]] = field(default_factory=list)
+    ask_errors: dict[str, int] = field(default_factory=lambda: defaultdict(int))  # expert -> infra errors
+    solo_errors: int = 0
 
 
 def _mean(values: list[float]) -> float:
@@ -46,23 +50,33 @@ class ForkStats:
         self.states: dict[tuple[str, int], _State] = {}
         self.infra_errors = 0
         self.arms: dict[str, str] = {}  # mode (ask, solo) -> the arm that ran it
+        self.continuations = {"ask": 0, "solo": 0}
+        self.errors = {"ask": 0, "solo": 0}
 
     def add(self, r: dict[str, Any]) -> None:
         fork = r.get("fork")
         if not fork or fork.get("mode") not in ("ask", "solo"):
             return
-        self.arms.setdefault(str(fork["mode"]), str(r["arm"]))
-        if r["outcome"] == "error":
-            self.infra_errors += 1
-            return
+        mode = str(fork["mode"])
+        self.arms.setdefault(mode, str(r["arm"]))
+        self.continuations[mode] += 1
         key = (str(fork["episode_id"]), int(fork["turn"]))
         state = self.states.get(key)
         if state is None:
             state = self.states[key] = _State(str(r["scenario"]), int(r["task_idx"]), int(fork["turn"]),
                                               str(fork.get("preceding") or "nothing"))
+        expert = str((r.get("expert") or {}).get("alias") or "none")
+        if r["outcome"] == "error":
+            self.infra_errors += 1
+            self.errors[mode] += 1
+            if mode == "ask":
+                state.ask_errors[expert] += 1
+            else:
+                state.solo_errors += 1
+            return
         run = (1.0 if r["outcome"] == "complete" else 0.0, float(r.get("reward", 0.0)))
-        if fork["mode"] == "ask":
-            state.ask[str((r.get("expert") or {}).get("alias") or "none")].append(run)
+        if mode == "ask":
+            state.ask[expert].append(run)
         else:
             state.solo.append(run)
 
@@ -75,10 +89,13 @@ class ForkStats:
             for expert, runs in s.ask.items():
                 ask_c, solo_c = _mean([c for c, _ in runs]), _mean([c for c, _ in s.solo])
                 ask_r, solo_r = _mean([r for _, r in runs]), _mean([r for _, r in s.solo])
+                ask_s = sum(c for c, _ in runs) / (len(runs) + s.ask_errors.get(expert, 0))
+                solo_s = sum(c for c, _ in s.solo) / (len(s.solo) + s.solo_errors)
                 out.append({"episode_id": episode_id, "turn": turn, "scenario": s.scenario, "task_idx": s.task_idx,
                             "preceding": s.preceding, "expert": expert, "n_ask": len(runs), "n_solo": len(s.solo),
                             "p_complete_ask": ask_c, "p_complete_solo": solo_c, "delta_complete": ask_c - solo_c,
-                            "reward_ask": ask_r, "reward_solo": solo_r, "delta_reward": ask_r - solo_r})
+                            "reward_ask": ask_r, "reward_solo": solo_r, "delta_reward": ask_r - solo_r,
+                            "delta_complete_strict": ask_s - solo_s})
         return out
 
     def to_dict(self, paired: list[dict[str, Any]] | None = None) -> dict[str, Any] | None:
@@ -98,13 +115,47 @@ class ForkStats:
                 "pairs": c.get("pairs"), "from": f"the paired comparison {solo} → {ask} (Δ = {ask} − {solo})"})
         out: dict[str, Any] = {"states": len(rows), "infra_errors": self.infra_errors, "method": FORK_METHOD,
                                "sign": "Δ = ask − solo: positive when asking helps", "arms": dict(self.arms),
-                               "overall": overall}
+                               "infra_errors_by_mode": self._error_balance(), "overall": overall}
+        out["caveat"] = _caveat(overall, out["infra_errors_by_mode"])
         for by in BY:
             groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
             for row in rows:
                 groups[str(row[by])].append(row)
             out[f"by_{by}"] = {k: aggregate(v) for k, v in sorted(groups.items(), key=lambda kv: _order(kv[0]))}
         return out
+
+
+    def _error_balance(self) -> dict[str, Any]:
+        """Infrastructure errors per mode, and whether their share differs beyond chance (Fisher exact)."""
+        from awm_runtime.report._exact import fisher
+
+        n_ask, n_solo = self.continuations["ask"], self.continuations["solo"]
+        e_ask, e_solo = self.errors["ask"], self.errors["solo"]
+        p = fisher(e_ask, n_ask, e_solo, n_solo).value if n_ask and n_solo else None
+        return {"ask": e_ask, "ask_continuations": n_ask, "solo": e_solo, "solo_continuations": n_solo,
+                "fisher_p": None if p is None else float(f"{p:.4g}"),
+                "mode_dependent": p is not None and p < ALPHA}
+
+
+def _side(ci: list[float] | None) -> int:
+    """Which side of zero an interval lies on: +1, -1, or 0 (it holds zero, or there is none)."""
+    if not ci:
+        return 0
+    return 1 if ci[0] > 0 else -1 if ci[1] < 0 else 0
+
+
+def _caveat(overall: dict[str, Any], balance: dict[str, Any]) -> str | None:
+    """Why the accountable value of asking is not a finding, or None when nothing stands against it."""
+    if balance["mode_dependent"]:
+        return (f"infrastructure errors depend on the mode (ask {balance['ask']} of {balance['ask_continuations']}, "
+                f"solo {balance['solo']} of {balance['solo_continuations']}; Fisher exact p = "
+                f"{balance['fisher_p']:.3g}): leaving them out censors one mode's failures, so ΔP(complete) is "
+                "not a finding; fix the failing infrastructure and rerun")
+    if overall.get("states") and _side(overall.get("delta_complete_ci")) != _side(
+            overall.get("delta_complete_strict_ci")):
+        return (f"the accountable ΔP(complete) {overall['delta_complete_ci']} and the strict one (infrastructure "
+                f"errors as failures) {overall['delta_complete_strict_ci']} disagree: not a finding")
+    return None
 
 
 class CheckpointStats:
@@ -173,6 +224,8 @@ def aggregate(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "p_complete_solo": round(_mean([r["p_complete_solo"] for r in rows]), 4),
         "delta_complete": round(_mean([r["delta_complete"] for r in rows]), 4),
         "delta_complete_ci": _interval(rows, "delta_complete"),
+        "delta_complete_strict": round(_mean([r["delta_complete_strict"] for r in rows]), 4),
+        "delta_complete_strict_ci": _interval(rows, "delta_complete_strict"),
         "delta_reward": round(_mean([r["delta_reward"] for r in rows]), 4),
         "delta_reward_ci": _interval(rows, "delta_reward"),
     }
@@ -183,9 +236,11 @@ def forks_table(summary: dict[str, Any]) -> Table | None:
     voa = summary.get("value_of_asking")
     if not voa or not voa["overall"].get("states"):  # no state has both an ask and a solo continuation yet
         return None
+    caption = [f"overall: {voa['overall']['from']}"] if voa["overall"].get("from") else []
+    if voa.get("caveat"):
+        caption.append(f"Not a finding: {voa['caveat']}")
     table = Table(title="Value of asking (Δ = ask − solo, per forked state; 95% CI resampling tasks)",
-                  caption=f"overall: {voa['overall']['from']}" if voa["overall"].get("from") else None,
-                  caption_justify="left")
+                  caption="\n".join(caption) or None, caption_justify="left")
     for col in ("slice", "states", "P(complete) ask", "P(complete) solo", "ΔP(complete)", "Δreward"):
         table.add_column(col, justify="left" if col == "slice" else "right")
 

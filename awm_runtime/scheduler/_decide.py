@@ -38,9 +38,14 @@ class PairWatch:
         self.started = 0  # episodes handed to the pool by `capped`
 
     def observe(self, r: dict[str, Any]) -> None:
-        for u in (r.get("usage") or {}).values():
+        usage = (r.get("usage") or {}).items()
+        for _, u in usage:
             self.cost_usd += float(u.get("cost_usd") or 0.0)
             self.cost_known = self.cost_known and (not int(u.get("calls") or 0) or priced(u))
+        unknown = sorted(role for role, u in usage if role in ("policy", "expert") and u.get("cost_known") is False)
+        if self.reason is None and self.max_usd is not None and unknown:  # priced at start: invalid usage since
+            self.stop(f"max-usd budget cannot be kept: a {unknown[0]} call's cost is unknown (its provider "
+                      "reported invalid usage): not decided")
         key = (str(r["scenario"]), int(r["task_idx"]), int(r["repeat"]), int(r.get("seed") or 0))
         cell = self.pending.setdefault(key, {})
         cell[str(r["arm"])] = r

@@ -152,6 +152,44 @@ def select_checkpoints(run: Path, at: int | Literal["asks"], terms: dict[str, st
     return chosen
 
 
+PIN_FIELDS = ("episode_id", "turn", "arm", "scenario", "task_idx", "repeat", "seed", "why", "preceding")
+
+
+def _digest(path: Path) -> str:
+    import hashlib
+
+    with path.open("rb") as fh:
+        return hashlib.file_digest(fh, "sha256").hexdigest()
+
+
+def pin_checkpoints(run: Path, chosen: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The fork plan's checkpoints as fork.json keeps them: each one's identity, its path in the source run's
+    checkpoints/ and the sha256 of its file, so that a resume continues exactly these states."""
+    root = (run / CHECKPOINTS).resolve()
+    return [{**{k: e.get(k) for k in PIN_FIELDS}, "path": str(Path(e["path"]).relative_to(root)),
+             "sha256": _digest(Path(e["path"]))} for e in chosen]
+
+
+def pinned_checkpoints(run: Path, pinned: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The checkpoints fork.json fixed at fork time, checked against the source run: each must still be in its
+    index, unchanged; ConfigError (one line) otherwise. Checkpoints the source gained since are not planned."""
+    index = {(str(e["episode_id"]), int(e["turn"])) for e in read_index(run / CHECKPOINTS)}
+    root = (run / CHECKPOINTS).resolve()
+    out = []
+    for e in pinned:
+        path = (root / str(e["path"])).resolve()
+        where = f"checkpoint {e['episode_id']} turn {e['turn']} of the fork plan (fork.json)"
+        if (str(e["episode_id"]), int(e["turn"])) not in index or not path.is_relative_to(root) \
+                or not path.is_file():
+            raise ConfigError(f"--resume: {where} is gone from {run}; the fork cannot continue the same states: "
+                              "fork into another --out")
+        if _digest(path) != e.get("sha256"):
+            raise ConfigError(f"--resume: {where} changed in {run} since the fork began; the fork cannot continue "
+                              "the same states: fork into another --out")
+        out.append({**e, "path": str(path)})
+    return out
+
+
 def fork_arms(source: RunConfig, arms: list[ForkArm], source_arms: Iterable[str]) -> dict[tuple[str, str], ArmConfig]:
     """The resolved arm of each (source arm, fork arm): the source arm's settings, then the fork arm's."""
     by_name = {a.name: a for a in source.arm_list()}

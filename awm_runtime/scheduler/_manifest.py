@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from awm_runtime._config import RunConfig
+from awm_runtime.logs._trust import seal
 from awm_runtime.scheduler._prepare import PreparedRun
 from awm_runtime.scheduler._resume import ModelTable, model_table
 from awm_runtime.worlds._hub import snapshot_commit
@@ -42,7 +43,7 @@ def manifest(config: RunConfig, prep: PreparedRun, run_id: str, shards: int,
     session = {"started_at": datetime.now(UTC).isoformat(), "argv": sys.argv, "resumed": config.resume,
                "shards": shards, "concurrency": config.concurrency, "pid": os.getpid()}
     models = model_table(prep.ctx.clients)  # what `--resume` runs from (scheduler/_resume.py)
-    return {
+    out = {
         "run_id": run_id, "resumed": config.resume, "started_at": (previous or {}).get("started_at")
         or session["started_at"], "config": config.model_copy(update={"models": models}).model_dump(mode="json"),
         "versions": _versions(), "seed": config.seed, "argv": sys.argv, "worlds": prep.world.name,
@@ -53,3 +54,5 @@ def manifest(config: RunConfig, prep: PreparedRun, run_id: str, shards: int,
         "host": {"cpus": os.cpu_count(), "platform": platform.platform()},
         "sessions": [*(previous or {}).get("sessions", []), session],
     }
+    out["seal"] = seal(out)  # this user, this machine: logs/_trust.py
+    return out

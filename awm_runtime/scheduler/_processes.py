@@ -194,18 +194,20 @@ async def _serve(shard: Shard, feeder: _Feeder, prep: PreparedRun, progress: Run
 async def _write(unit: Unit, lines: list[bytes], msg: dict[str, Any], progress: RunProgress,
                  writer: RunDirWriter, done: set[tuple[str, str, int, int]]) -> None:
     keys = [tuple(k) for k in msg["keys"]]
-    if msg.get("tools"):  # before the records that name them
-        await asyncio.to_thread(writer.add_tools, msg["tools"])
+    if msg.get("tools") and not await asyncio.to_thread(writer.add_tools, msg["tools"]):  # before their records
+        return  # a full disk: the run is stopping (logs/_rundir.py)
     if unit.finalize is not None:  # group finalisers live in this process: apply them here
         records = unit.finalize([EpisodeRecord.model_validate_json(raw) for raw in lines])
         fresh_records = [r for r in records if (r.arm, r.scenario, r.task_idx, r.repeat) not in done]
-        await asyncio.to_thread(lambda: writer.append(b"".join(record_line(r) for r in fresh_records)))
+        if not await asyncio.to_thread(lambda: writer.append(b"".join(record_line(r) for r in fresh_records))):
+            return
         for r in fresh_records:
             progress.stats.add(r)
         progress.recorded += len(fresh_records)
         return
     fresh = [i for i, k in enumerate(keys) if k not in done]
-    await asyncio.to_thread(writer.append, b"".join(lines[i] for i in fresh))
+    if not await asyncio.to_thread(writer.append, b"".join(lines[i] for i in fresh)):
+        return
     for i in fresh:
         progress.stats.add(msg["stats"][i])
     progress.recorded += len(fresh)

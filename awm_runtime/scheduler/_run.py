@@ -31,6 +31,7 @@ from awm_runtime.logs import (
     SUMMARY,
     EventLogSink,
     EventStream,
+    RunDirFull,
     RunDirWriter,
     configure_logging,
     iter_records,
@@ -132,6 +133,13 @@ async def run(config: RunConfig, *, sinks: Sequence[Sink] = (), prepared: Prepar
     saved_logging = structlog.get_config()
     configure_logging(events, secrets=prep.secrets, on_warning=progress.warn)
     writer.write_json(MANIFEST, manifest(config, prep, run_id, shards, previous))
+
+    def disk_full(exc: RunDirFull) -> None:  # called once, from a writer thread
+        log.error("run_dir_full", error=str(exc), note="the run stops; every record written so far is intact")
+        loop.call_soon_threadsafe(control.stop, f"disk full: {exc}")
+
+    loop = asyncio.get_running_loop()
+    writer.on_full = disk_full
     log.info("run_started", run_id=run_id, planned=prep.planned, already_done=len(done), to_run=to_run,
              resumed_mid_episode=len(prep.resume_from),
              concurrency=config.concurrency, shards=shards, grace_s=control.grace_s, out=str(out),
@@ -149,14 +157,14 @@ async def run(config: RunConfig, *, sinks: Sequence[Sink] = (), prepared: Prepar
             handed.update(u.keys)
             yield u
 
-    def write(fresh: list[EpisodeRecord]) -> None:
+    def write(fresh: list[EpisodeRecord]) -> bool:
         # A set's line lands before any record naming it; the writer skips the sets it has written already.
-        writer.add_tools(new_tool_sets(fresh, set()))
-        writer.append(b"".join(record_line(r) for r in fresh))
+        return writer.add_tools(new_tool_sets(fresh, set())) and writer.append(b"".join(record_line(r) for r in fresh))
 
     async def record(unit: Unit, records: list[EpisodeRecord]) -> None:
         fresh = [r for r in records if (r.arm, r.scenario, r.task_idx, r.repeat) not in done]
-        await asyncio.to_thread(write, fresh)
+        if not await asyncio.to_thread(write, fresh):  # a full disk: not recorded, the run is stopping
+            return
         for r in fresh:
             progress.stats.add(r)
         progress.recorded += len(fresh)
@@ -210,7 +218,13 @@ async def run(config: RunConfig, *, sinks: Sequence[Sink] = (), prepared: Prepar
             summary.update(unrecorded_count=len(missing), unrecorded=[list(k) for k in missing[:UNRECORDED_SHOWN]])
             log.error("episodes_unrecorded", count=len(missing), keys=summary["unrecorded"],
                       note="planned episodes that were neither recorded nor cancelled; --resume runs them")
-        writer.write_json(SUMMARY, summary)
+        events.flush()
+        if events.dropped:  # a full disk cost events.jsonl lines (logs/_setup.py): said, never silent
+            summary["events_dropped"] = events.dropped
+        try:
+            writer.write_json(SUMMARY, summary)
+        except RunDirFull as exc:  # the summary is recomputed from the records by awm-report and --resume
+            log.error("summary_not_written", error=str(exc))
         log.info("run_finished", run_id=run_id, episodes=progress.stats.episodes, recorded=progress.recorded,
                  not_run=summary["not_run"], cancelled=progress.cancelled, interrupted=control.stop_requested,
                  wall_s=summary["wall_s"], loop_lag_p99_ms=summary["loop_lag_ms"]["p99_ms"])

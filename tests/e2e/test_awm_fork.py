@@ -162,3 +162,53 @@ def test_one_sign_one_estimate_and_fork_counts_are_the_continuation_s(forked: tu
     assert shown in next(x for x in text.splitlines() if "completion (accountable)" in x)
     assert shown in next(x for x in text.splitlines() if "overall" in x)
     assert "fork prefix: expert calls / nudges" in text
+
+
+def test_a_fork_resumed_after_its_source_changed_pairs_only_continuations_of_the_same_checkpoint(
+        tmp_path: Path) -> None:
+    """Issue 51: fork.json fixes the plan's checkpoints. A source episode that finishes after the fork began
+    (here: its record held back, then restored) sorts among the states of its task; re-planning from the
+    source would shift every later state's `repeat` and pair an ask continuation of one state with a solo
+    continuation of another. The resume continues exactly the pinned states, and checks them."""
+    source, fork = tmp_path / "run", tmp_path / "fork"
+    proc = awm_command("run", "--out", str(source), "--quiet", "--policy", "sim/novice", "--expert", "sim/oracle",
+                       "--scenarios", "codeforge_devtools", "--tasks", "0-2", "--repeats", "3", "--checkpoint", "asks")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    index = lines(source / "checkpoints" / "index.jsonl")
+    source_lines = (source / "episodes.jsonl").read_text().splitlines(keepends=True)
+    by_task: dict[tuple[str, int], set[tuple[int, str]]] = {}
+    for e in index:
+        by_task.setdefault((e["scenario"], e["task_idx"]), set()).add((e["repeat"], e["episode_id"]))
+    # a task with states of two episodes or more: hold back its first episode's record
+    task, episodes = next((k, sorted(v)) for k, v in by_task.items() if len(v) >= 2)
+    late = episodes[0][1]
+    held = [ln for ln in source_lines if json.loads(ln)["episode_id"] == late]
+    (source / "episodes.jsonl").write_text("".join(ln for ln in source_lines if ln not in held))
+    proc = awm_command("fork", str(source), "--at", "asks", "--arm", "ask", "--arm", "solo", "--out", str(fork),
+                       "--json")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    plan = json.loads((fork / "fork.json").read_text())
+    assert late not in {c["episode_id"] for c in plan["checkpoints"]}
+    assert all(len(c["sha256"]) == 64 and not Path(c["path"]).is_absolute() for c in plan["checkpoints"])
+    # the fork is killed having recorded the ask continuations only; the held-back episode then finishes
+    done = [ln for ln in (fork / "episodes.jsonl").read_text().splitlines(keepends=True)
+            if json.loads(ln)["arm"] == "ask"]
+    (fork / "episodes.jsonl").write_text("".join(done))
+    (source / "episodes.jsonl").write_text("".join(source_lines))
+    proc = awm_command("fork", "--out", str(fork), "--resume", "--json")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    records = lines(fork / "episodes.jsonl")
+    cells: dict[tuple[str, int, int], dict[str, tuple[str, int]]] = {}
+    for r in records:
+        cells.setdefault((r["scenario"], r["task_idx"], r["repeat"]), {})[r["arm"]] = (
+            r["fork"]["episode_id"], r["fork"]["turn"])
+    assert len(records) == 2 * len(plan["checkpoints"]) and all(len(c) == 2 for c in cells.values())
+    assert all(c["ask"] == c["solo"] for c in cells.values()), cells  # both arms continue the same state
+    assert late not in {r["fork"]["episode_id"] for r in records}
+    assert any((r["scenario"], r["task_idx"]) == task for r in records)
+    # a pinned checkpoint that changed in the source: the resume refuses, in one line
+    pinned = source / "checkpoints" / plan["checkpoints"][0]["path"]
+    pinned.write_bytes(pinned.read_bytes() + b" ")
+    proc = awm_command("fork", "--out", str(fork), "--resume")
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert "of the fork plan (fork.json) changed in" in proc.stderr and "fork into another --out" in proc.stderr

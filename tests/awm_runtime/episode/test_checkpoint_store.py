@@ -82,3 +82,44 @@ async def test_asks_saves_a_reply_only_on_a_turn_that_asks_beside_its_checkpoint
             assert resumed.expert_calls == r.expert_calls and resumed.usage["expert"].calls == r.usage["expert"].calls
     finally:
         await prep.world.aclose()
+
+
+async def test_a_full_disk_stops_checkpoints_not_episodes_and_leaves_no_half_file(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 51: ENOSPC injected at the checkpoint writer after a few files: the episodes all finish and are
+    recorded, the checkpoint being written leaves nothing behind (no .tmp, no DB copy the index does not
+    name, every index line whole), and the records say which episodes lost their checkpoints."""
+    import errno
+    import os
+
+    from awm_runtime.episode import _checkpoint_store
+    from awm_runtime.episode._checkpoint_store import Checkpointer
+
+    calls = [0]
+    real = os.write
+
+    def fills_up(fd: int, data: object) -> int:
+        calls[0] += 1
+        if calls[0] > 6:
+            if calls[0] == 7:  # half of this write lands, then the disk is full
+                return real(fd, bytes(data)[: max(1, len(bytes(data)) // 2)])  # type: ignore[call-overload]
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return real(fd, data)  # type: ignore[call-overload]
+
+    monkeypatch.setattr(Checkpointer, "write", staticmethod(fills_up))
+    monkeypatch.setattr(_checkpoint_store, "_full_roots", set())
+    result = await run(_config(tmp_path, "every", policy="sim/novice", concurrency=1))
+    recs = [EpisodeRecord.model_validate_json(x) for x in (result.out / "episodes.jsonl").read_bytes().splitlines()]
+    assert len(recs) == 4 and not result.interrupted and all(r.outcome != "error" for r in recs)
+    assert any((r.checkpoints or {}).get("disk_full") for r in recs)
+    events = [json.loads(x)["event"] for x in (result.out / "events.jsonl").read_text().splitlines()]
+    assert events.count("checkpoints_disk_full") == 1  # said once for the run directory
+    root = result.out / "checkpoints"
+    raw = (root / "index.jsonl").read_bytes()
+    assert raw.endswith(b"\n")
+    index = {json.loads(line)["path"] for line in raw.splitlines()}  # every line whole
+    assert not list(root.glob("*/*.tmp"))
+    for f in root.glob("*/turn-*.*"):  # every file left belongs to a checkpoint in the index
+        assert f"{f.parent.name}/{f.stem}.json" in index, f"stray {f.relative_to(root)}"
+    for path in index:
+        assert (root / path).is_file()

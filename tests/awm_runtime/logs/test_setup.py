@@ -100,3 +100,32 @@ def test_warnings_reach_the_tap_redacted_and_other_events_do_not(tmp_path: Path)
     assert [(e["event"], e["level"]) for e in seen] == [("world_disk_small", "warning"), ("world_open_failed", "error")]
     assert "sk-live" not in json.dumps(seen)
     assert len((tmp_path / "e.jsonl").read_text().splitlines()) == 3  # every event is still written
+
+
+def test_a_full_disk_never_raises_from_a_log_call_and_tears_no_event_line(tmp_path: Path,
+                                                                          monkeypatch: Any) -> None:
+    """Issue 51: events.jsonl on a full disk: the flush that fails is cut back to whole lines and counted
+    (`dropped`, summary `events_dropped`); the caller of a log call never sees the error."""
+    import errno
+    import os
+
+    budget = [40]
+
+    def disk(fd: int, data: Any) -> int:
+        if budget[0] <= 0:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        n = min(len(data), budget[0])
+        budget[0] -= n
+        return os.write(fd, bytes(data[:n]))
+
+    monkeypatch.setattr(EventStream, "write", staticmethod(disk))
+    stream = EventStream(tmp_path / "events.jsonl", flush_bytes=1)
+    stream.msg('{"event": "a"}')  # 15 bytes: fits
+    stream.msg('{"event": "b", "pad": "' + "x" * 60 + '"}')  # 25 bytes land, then ENOSPC: cut back, dropped
+    stream.msg('{"event": "c"}')
+    assert stream.dropped == 2
+    assert (tmp_path / "events.jsonl").read_text() == '{"event": "a"}\n'
+    budget[0] = 1000  # space freed
+    stream.msg('{"event": "d"}')
+    stream.close()
+    assert [json.loads(x)["event"] for x in (tmp_path / "events.jsonl").read_text().splitlines()] == ["a", "d"]

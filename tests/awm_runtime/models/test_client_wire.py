@@ -237,3 +237,31 @@ async def test_the_deadline_still_bounds_a_call_that_is_out() -> None:
             await c.complete(HI)
     assert info.value.kind == "timeout" and "deadline" in str(info.value)
     assert time.monotonic() - started < 8
+
+
+@pytest.mark.parametrize("usage", [{"prompt_tokens": -1_000_000, "completion_tokens": 10},
+                                   {"prompt_tokens": 100, "completion_tokens": 10**12}])
+async def test_invalid_usage_is_the_providers_error_never_priced_and_said_once(usage: dict[str, int]) -> None:
+    """A negative or absurd count from a provider or proxy would make the cost negative (or astronomic):
+    the call's tokens count as none, its cost is unknown (never $0, never negative), one warning per alias."""
+    import structlog
+
+    with FakeOpenAI(key=KEY, default=Reply(usage={**usage, "total_tokens": 0})) as s:
+        c = client(s, input_cost_per_mtok=2.0, output_cost_per_mtok=8.0)
+        with structlog.testing.capture_logs() as logs:
+            replies = [await c.complete(HI) for _ in range(3)]
+    for reply in replies:
+        assert reply.content == "ok" and reply.usage_problem
+        assert (reply.usage.prompt_tokens, reply.usage.completion_tokens, reply.usage.cost_usd) == (0, 0, 0.0)
+        assert reply.usage.cost_known is False
+    warned = [e for e in logs if e["event"] == "provider_usage_invalid"]
+    assert len(warned) == 1 and warned[0]["alias"] == "fake-policy" and c.usage_problems == 3
+    assert "negative" in warned[0]["problem"] or "more than any context" in warned[0]["problem"]
+
+
+async def test_malformed_token_data_fails_the_attempt_as_the_servers_error() -> None:
+    """Issue 51: a logprob above 0 (or ids that do not match the logprobs) is the server's error, named."""
+    bad = {"logprobs": {"content": [{"token": "ok", "logprob": 2.5, "bytes": None, "top_logprobs": []}]}}
+    with FakeOpenAI(key=KEY, default=Reply(extra_choice=bad)) as s, pytest.raises(ModelError) as info:
+        await client(s, max_retries=0).complete(HI)
+    assert info.value.kind == "server" and "logprobs: logprob 2.5 is not a log-probability" in str(info.value)

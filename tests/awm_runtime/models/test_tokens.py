@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from awm_runtime.models._tokens import token_fields
+import pytest
+
+from awm_runtime.models._tokens import MAX_VOCAB, TokenDataError, token_fields
 
 
 def entry(token: str, logprob: float) -> dict[str, object]:
@@ -31,7 +33,7 @@ def test_mixed_spellings_are_not_ids_and_nothing_is_invented() -> None:
     assert token_fields({"logprobs": {"content": [entry("token_id:1", 0.0), entry("x", 0.0)]}})["token_ids"] is None
     assert token_fields({}) == {"logprobs": None, "token_ids": None}
     assert token_fields(SimpleNamespace(logprobs=None)) == {"logprobs": None, "token_ids": None}
-    assert token_fields({"token_ids": ["a"]}) == {"logprobs": None, "token_ids": None}
+    assert token_fields({"token_ids": []}) == {"logprobs": None, "token_ids": None}  # absent: unknown
 
 
 def llama_cpp_entry(token_id: int, token: str, logprob: float) -> dict[str, object]:
@@ -45,11 +47,23 @@ def test_llama_cpp_ids_ride_on_each_logprob_entry() -> None:
     assert token_fields(choice) == {"logprobs": [-1.37, -1.74], "token_ids": [57, 2]}
 
 
-def test_ids_of_another_length_than_the_logprobs_are_dropped() -> None:
+def test_malformed_token_data_is_the_servers_error_never_a_silent_record() -> None:
+    """Issue 51: ids of another length than the logprobs, ids that are not whole numbers in the vocabulary and
+    logprobs that are not log-probabilities raise TokenDataError (the transports fail the attempt, "server")."""
     choice = SimpleNamespace(logprobs=SimpleNamespace(content=[SimpleNamespace(token="a", logprob=-1.0)]),
                              provider_specific_fields={"token_ids": [9, 10]})
-    assert token_fields(choice) == {"logprobs": [-1.0], "token_ids": None}
+    with pytest.raises(TokenDataError, match="token_ids: 2 ids for 1 logprobs"):
+        token_fields(choice)
+    for bad, says in ((["a"], "token id 'a' is not a whole number"), ([-4], "token id -4 is outside"),
+                      ([MAX_VOCAB], "is outside the vocabulary"), ([1.5], "token id 1.5 is not a whole number"),
+                      ("12", "token ids are str, not a list")):
+        with pytest.raises(TokenDataError, match=says):
+            token_fields({"token_ids": bad})
+    with pytest.raises(TokenDataError, match="logprob None is not a log-probability"):
+        token_fields({"logprobs": {"content": [entry("a", None)]}})  # type: ignore[arg-type]
+    with pytest.raises(TokenDataError, match="token_id:N has no whole number"):
+        token_fields({"logprobs": {"content": [entry("token_id:x", -0.1)]}})
     partial = {"logprobs": {"content": [llama_cpp_entry(5, "a", -0.5), entry("b", -0.5)]}}
-    assert token_fields(partial) == {"logprobs": [-0.5, -0.5], "token_ids": None}
+    assert token_fields(partial) == {"logprobs": [-0.5, -0.5], "token_ids": None}  # no ids offered: none kept
     ids_only = {"token_ids": [1, 2, 3]}  # no logprobs asked: the ids stand alone
     assert token_fields(ids_only) == {"logprobs": None, "token_ids": [1, 2, 3]}

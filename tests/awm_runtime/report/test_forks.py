@@ -80,3 +80,51 @@ def test_checkpoint_costs() -> None:
                    "captures": 10, "ms_per_capture": 5.0, "ms_per_checkpoint": 5.0, "bytes_per_checkpoint": 1000,
                    "bytes_per_turn": 1000, "replies": 5, "reply_seconds": 0.01, "ms_per_reply": 2.0,
                    "reply_bytes_per_turn": 250, "ms_per_turn": 6.0}
+
+
+def test_errors_that_censor_one_mode_make_the_value_of_asking_no_finding() -> None:
+    """The expert times out on the states ask would lose: the accountable view sees a gain that is not there
+    (the true ask and solo rates are equal); the strict view and the error balance say so."""
+    stats = ForkStats()
+    for task in range(12):
+        for i in range(4):  # solo: 2 of 4 complete; ask: 2 of 4, its 2 failures are infrastructure errors
+            stats.add(record(f"S{task}", 1, "solo", "complete" if i < 2 else "incomplete", task=task))
+            stats.add(record(f"S{task}", 1, "ask", "complete" if i < 2 else "error", task=task))
+    out = stats.to_dict()
+    assert out is not None
+    assert out["overall"]["delta_complete"] == 0.5 and out["overall"]["delta_complete_strict"] == 0.0
+    balance = out["infra_errors_by_mode"]
+    assert (balance["ask"], balance["ask_continuations"], balance["solo"], balance["solo_continuations"]) == (
+        24, 48, 0, 48)
+    assert balance["mode_dependent"] and balance["fisher_p"] < 1e-6
+    assert out["caveat"].startswith("infrastructure errors depend on the mode (ask 24 of 48, solo 0 of 48")
+    console = Console(record=True, width=200)
+    console.print(forks_table({"value_of_asking": out}))
+    text = console.export_text()
+    assert "Not a finding: infrastructure errors depend on the mode" in text
+
+
+def test_errors_alike_in_both_modes_leave_no_caveat_and_the_views_agree() -> None:
+    stats = ForkStats()
+    for task in range(12):
+        for mode, outcomes in (("ask", ["complete"] * 3 + ["error"]), ("solo", ["incomplete"] * 3 + ["error"])):
+            for o in outcomes:
+                stats.add(record(f"S{task}", 1, mode, o, task=task))
+    out = stats.to_dict()
+    assert out is not None and out["caveat"] is None and not out["infra_errors_by_mode"]["mode_dependent"]
+    assert out["overall"]["delta_complete"] == 1.0 and out["overall"]["delta_complete_strict"] == 0.75
+
+
+def test_views_that_disagree_are_no_finding() -> None:
+    """Errors not unbalanced enough to be beyond chance (ask 8 of 12, solo 4 of 12) but the accountable gain
+    (+0.5 in every state) is none in the strict view (1/3 against 1/3)."""
+    stats = ForkStats()
+    for task in range(4):
+        for mode, outcomes in (("ask", ["complete", "error", "error"]), ("solo", ["complete", "error", "incomplete"])):
+            for o in outcomes:
+                stats.add(record(f"S{task}", 1, mode, o, task=task))
+    out = stats.to_dict()
+    assert out is not None and not out["infra_errors_by_mode"]["mode_dependent"]
+    assert out["overall"]["delta_complete"] == 0.5 and out["overall"]["delta_complete_strict"] == 0.0
+    assert out["caveat"] == ("the accountable ΔP(complete) [0.5, 0.5] and the strict one (infrastructure errors "
+                             "as failures) [0.0, 0.0] disagree: not a finding")

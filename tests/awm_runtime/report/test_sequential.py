@@ -81,3 +81,71 @@ def test_the_rule_decides_on_discordant_pairs_and_skips_infra_errors() -> None:
     assert (state["pairs"], state["pairs_with_infra_error"], state["discordant_pairs"]) == (10, 1, 8)
     assert state["theta_interval"][0] > 0.5 and "asked" in state["interval_note"]
     assert rule.pair_finished([_rec("solo", "incomplete"), _rec("asked", "complete")]) is None  # decided once
+
+
+def _censored_runs(runs: int, pairs: int, *, p_a: float, p_b: float, censor_b: float, random_errors: float = 0.0,
+                   seed: int) -> tuple[float, float, float]:
+    """Runs of the real rule on simulated pairs: arm b's failures become infrastructure errors with
+    probability `censor_b`; both arms also error at random with `random_errors`. Returns the share of runs
+    the old rule (the accountable view alone) would have decided, the share the rule decides, and the share
+    it refuses."""
+    rng = np.random.default_rng(seed)
+    old = decided = refused = 0
+    for _ in range(runs):
+        rule = SequentialTest(alpha=ALPHA)
+        accountable_crossed = False
+        for _ in range(pairs):
+            a = "complete" if rng.random() < p_a else "incomplete"
+            b = "complete" if rng.random() < p_b else ("error" if rng.random() < censor_b else "incomplete")
+            a = "error" if rng.random() < random_errors else a
+            b = "error" if rng.random() < random_errors else b
+            rule.pair_finished([_rec("a", a), _rec("b", b)])  # fed on past a stop: the old rule's view runs on
+            accountable_crossed |= log_e_value(rule.discordant, rule.later_wins) >= math.log(1 / ALPHA)
+        old += accountable_crossed
+        decided += rule.decided
+        refused += rule.refused
+    return old / runs, decided / runs, refused / runs
+
+
+def test_censoring_one_arms_failures_as_infra_errors_never_decides_and_says_why() -> None:
+    """The issue's simulation: equal true rates (0.5), 60% of arm b's failures turned into infrastructure
+    errors. Dropping error pairs (the old rule) decides for b in nearly every run; the rule never does:
+    it refuses, naming the arm-dependent errors."""
+    old, decided, refused = _censored_runs(200, 400, p_a=0.5, p_b=0.5, censor_b=0.6, seed=51)
+    assert old >= 0.95, old
+    assert decided <= ALPHA and refused >= 0.95, (decided, refused)
+    rule = SequentialTest(alpha=ALPHA)
+    reasons = [rule.pair_finished([_rec("solo", "incomplete"), _rec("asked", "error")]) for _ in range(8)]
+    assert reasons[:7] == [None] * 7 and reasons[7] is not None
+    assert reasons[7].startswith("refused: infrastructure errors depend on the arm (solo 0, asked 8 of 8 pairs")
+    assert reasons[7].endswith(": not decided")
+    state = rule.state()
+    assert state["refused"] and not state["decided"]
+    assert state["infra_errors"] == {"solo": 0, "asked": 8, "pairs_one_arm_errored": 8,
+                                     "e_value_arm_dependent": pytest.approx(2**8 / 9, rel=1e-5)}
+    assert rule.pair_finished([_rec("solo", "incomplete"), _rec("asked", "complete")]) is None  # refused once
+
+
+def test_errors_that_strike_both_arms_alike_keep_the_power_and_the_error_rate() -> None:
+    _, decided, refused = _censored_runs(200, 400, p_a=0.5, p_b=0.5, censor_b=0.0, random_errors=0.1, seed=5)
+    assert decided <= ALPHA and refused <= ALPHA, (decided, refused)
+    _, decided, refused = _censored_runs(200, 400, p_a=0.3, p_b=0.7, censor_b=0.0, random_errors=0.1, seed=6)
+    assert decided >= 0.95 and refused <= ALPHA, (decided, refused)
+
+
+def test_the_views_must_agree_on_the_winner() -> None:
+    """Accountable favours the later arm, strict does not yet (its errors count against it): no decision
+    until both cross for the same arm."""
+    rule = SequentialTest(alpha=ALPHA)
+    reasons = [rule.pair_finished([_rec("a", "incomplete"), _rec("b", "complete")]) for _ in range(8)]
+    assert reasons[7] == "decided: b completes more often (e-value 28.4 >= 1/alpha, strict view 28.4)"
+    rule = SequentialTest(alpha=ALPHA)
+    outcomes = [("incomplete", "complete")] * 8 + [("complete", "error"), ("error", "incomplete")] * 4
+    for a, b in outcomes[8:] + outcomes[:8]:
+        rule.pair_finished([_rec("a", a), _rec("b", b)])
+    state = rule.state()
+    # accountable: 8 of 8 for b (crossed); strict: b 8, a 4 of 12 discordant (not crossed); errors 4 and 4
+    assert state["e_value"] >= 20 and state["strict"]["e_value"] < 20 and not state["decided"]
+    assert state["note"] == ("the accountable view favours b beyond 1/alpha but the strict view does not agree "
+                             "(infrastructure errors leave out or count as failures different pairs): not decided")
+    assert not state["refused"] and state["infra_errors"]["a"] == 4 and state["infra_errors"]["b"] == 4

@@ -87,3 +87,20 @@ def test_the_sequential_cost_is_unknown_not_zero_when_a_call_had_no_price() -> N
     unpriced["usage"]["policy"]["cost_known"] = False
     watch.observe(unpriced)
     assert watch.summary(True)["cost_usd"] is None and watch.summary(True)["cost_known"] is False
+
+
+def test_max_usd_stops_when_a_call_cost_becomes_unknown() -> None:
+    """A provider's invalid usage leaves a call unpriced: the dollar budget can no longer be kept, so it stops."""
+    control = RunControl()
+    watch = PairWatch(["a", "b"], Rule(), control, max_usd=10.0)
+    watch.observe(_rec("a", 0, cost=0.01))
+    assert not control.stop_requested
+    bad = _rec("a", 1)
+    bad["usage"] = {"policy": {"calls": 1, "cost_usd": 0.0, "cost_known": False}, "judge": {"cost_known": False}}
+    watch.observe(bad)
+    assert control.stop_requested and watch.reason == (
+        "max-usd budget cannot be kept: a policy call's cost is unknown (its provider reported invalid usage): "
+        "not decided")
+    unpriced_judge = PairWatch(["a", "b"], Rule(), RunControl(), max_usd=10.0)
+    unpriced_judge.observe({**_rec("a", 0), "usage": {"judge": {"calls": 1, "cost_known": False}}})
+    assert unpriced_judge.reason is None  # a judge needs no price for --max-usd

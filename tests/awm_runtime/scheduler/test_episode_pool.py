@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -256,18 +257,17 @@ async def test_a_unit_that_cannot_be_recorded_at_all_is_named_and_the_worker_goe
     assert [k[2] for k in pool.unrecorded] == [1]
 
 
-async def test_a_full_disk_under_the_tool_sets_costs_records_their_content_not_their_existence(tmp_path: Path) -> None:
-    """tools.jsonl on a full disk (/dev/full): writing a unit fails, so each episode is recorded as a bare
-    `RecordError` error, and the run goes on to the end."""
+async def test_a_full_disk_under_the_tool_sets_ends_the_run_cleanly(tmp_path: Path) -> None:
+    """tools.jsonl on a full disk (/dev/full): the first unit's tool set cannot be written, so neither can its
+    records; the run stops there (issue 51: a full disk ends the run, it does not write records around it)."""
     out = tmp_path / "run"
     out.mkdir()
     (out / "tools.jsonl").symlink_to("/dev/full")
     prep = prepared(out, MemoryWorld(3), StepPolicy(), concurrency=1)
     result = await run(prep.config, prepared=prep)
-    recs = lines(out)
-    assert sorted(r["task_idx"] for r in recs) == [0, 1, 2] and result.unrecorded == 0
-    assert all(r["outcome"] == "error" and r["error"]["class"] == "RecordError.OSError" for r in recs)
-    assert "No space left on device" in recs[0]["error"]["message"]
+    assert lines(out) == [] and result.unrecorded == 0 and result.interrupted
+    assert result.summary["stop_reason"].startswith("disk full: ") and "No space left on device" in \
+        result.summary["stop_reason"]
 
 
 def test_unrecorded_keys_are_named_from_the_plan(tmp_path: Path) -> None:
@@ -309,3 +309,44 @@ async def test_episodes_that_queue_for_every_loop_slice_all_finish_or_close_when
     with pytest.raises(asyncio.CancelledError):
         await task
     assert world.opened == world.closed  # closed through the cancellation, wherever each one waited
+
+
+async def test_a_full_disk_ends_the_run_cleanly_with_every_record_whole_and_resume_finishes_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 51: ENOSPC at the run directory's writer, injected after a few records: the run stops (it
+    does not crash or tear a line), what was recorded stays whole, and --resume runs the rest once."""
+    import errno
+
+    from awm_runtime.logs import RunDirWriter
+
+    out = tmp_path / "run"
+    size = [0]
+    real = os.write
+
+    def full_after_three_records(fd: int, data: Any) -> int:
+        path = os.readlink(f"/proc/self/fd/{fd}")
+        if path.endswith("episodes.jsonl"):
+            size[0] += 1
+            if size[0] > 3:
+                half = max(1, len(data) // 2)  # the first write lands half, the next one fails
+                if size[0] == 4:
+                    return real(fd, bytes(data[:half]))
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return real(fd, data)
+
+    monkeypatch.setattr(RunDirWriter, "write", staticmethod(full_after_three_records))
+    world = MemoryWorld(12)
+    prep = prepared(out, world, StepPolicy(steps=1), concurrency=1)
+    result = await run(prep.config, prepared=prep)
+    recs = lines(out)  # every line whole: none torn
+    assert len(recs) == 3 and result.summary["recorded"] == 3 and result.interrupted
+    assert result.summary["stop_reason"].startswith("disk full: ")
+    assert "No space left on device" in result.summary["stop_reason"]
+    assert world.opened == world.closed
+    names = [e["event"] for e in events(out)]
+    assert names.count("run_dir_full") == 1
+    monkeypatch.undo()  # space freed
+    prep2 = prepared(out, MemoryWorld(12), StepPolicy(steps=1), concurrency=1, resume=True)
+    result = await run(prep2.config, prepared=prep2)
+    assert sorted(r["task_idx"] for r in lines(out)) == list(range(12))
+    assert result.summary["not_run"] == 0 and not result.interrupted

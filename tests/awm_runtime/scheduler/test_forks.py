@@ -17,6 +17,8 @@ from awm_runtime.scheduler._forks import (
     in_flight,
     parse_filter,
     parse_fork_arm,
+    pin_checkpoints,
+    pinned_checkpoints,
     plan_forks,
     resumable,
     select_checkpoints,
@@ -125,3 +127,31 @@ def test_in_flight_takes_each_unrecorded_episodes_latest_checkpoint(tmp_path: Pa
     unit = resumable(Unit([EpisodeSpec(arm="main", scenario="s", task_idx=1)]), got)
     assert unit.specs[0].fork == got[("main", "s", 1, 0)]
     assert in_flight(tmp_path / "nowhere", set(), set()) == {}
+
+
+def test_a_pinned_plan_is_the_states_chosen_at_fork_time_and_a_resume_checks_them(tmp_path: Path) -> None:
+    """Issue 51: fork.json keeps the chosen checkpoints (relative path, sha256); a resume plans exactly those,
+    whatever the source gained since, and refuses one gone from the index or changed."""
+    index = [_entry("e1", 1), _entry("e2", 1)]
+    run = _write_run(tmp_path, index, [("e1", "complete"), ("e2", "incomplete")])
+    chosen = select_checkpoints(run, "asks", {})
+    pinned = pin_checkpoints(run, chosen)
+    assert [(p["episode_id"], p["path"], len(p["sha256"])) for p in pinned] == [
+        ("e1", "e1/turn-1.json", 64), ("e2", "e2/turn-1.json", 64)]
+    json.loads(json.dumps(pinned))  # fork.json holds it as is
+    # the source gains an episode whose state would sort first: the pinned plan does not change
+    with (run / "checkpoints" / "index.jsonl").open("a") as fh:
+        fh.write("\n" + json.dumps(_entry("e0", 1)) + "\n")
+    (run / "checkpoints" / "e0").mkdir()
+    (run / "checkpoints" / "e0" / "turn-1.json").write_text("{}")
+    again = pinned_checkpoints(run, pinned)
+    assert [(e["episode_id"], e["path"]) for e in again] == [(e["episode_id"], e["path"]) for e in chosen]
+    (run / "checkpoints" / "e2" / "turn-1.json").write_text('{"changed": 1}')
+    with pytest.raises(ConfigError, match=r"checkpoint e2 turn 1 of the fork plan \(fork.json\) changed in"):
+        pinned_checkpoints(run, pinned)
+    (run / "checkpoints" / "e2" / "turn-1.json").unlink()
+    with pytest.raises(ConfigError, match=r"checkpoint e2 turn 1 of the fork plan .* is gone from"):
+        pinned_checkpoints(run, pinned)
+    escape = [{**pinned[0], "path": "../../outside.json"}]
+    with pytest.raises(ConfigError, match="is gone from"):  # a pinned path never leaves checkpoints/
+        pinned_checkpoints(run, escape)

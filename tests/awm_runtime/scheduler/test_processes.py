@@ -122,3 +122,36 @@ async def test_a_shard_killed_mid_run_loses_only_its_in_flight_episodes(tiny_dir
     await run(again, prepared=await prepare(again))
     got = keys(out)
     assert len(got) == len(set(got)) == 24
+
+
+async def test_a_full_disk_ends_a_sharded_run_cleanly_and_resume_completes(tiny_dir: Path, tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 51, sharded: the one writer (in this process) meets ENOSPC after a few units; the shards are
+    stopped, every line written is whole, and --resume records the rest once."""
+    import errno
+
+    from awm_runtime.logs import RunDirWriter
+
+    appended = [0]
+    real = os.write
+
+    def full_after_two_units(fd: int, data: object) -> int:
+        if os.readlink(f"/proc/self/fd/{fd}").endswith("episodes.jsonl"):
+            appended[0] += 1
+            if appended[0] > 2:
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return real(fd, data)  # type: ignore[call-overload]
+
+    monkeypatch.setattr(RunDirWriter, "write", staticmethod(full_after_two_units))
+    config = RunConfig(worlds=str(tiny_dir), policy="slow", expert="none", repeats=6, concurrency=4, shards=2,
+                       config_path=slow_config(tmp_path, 0.05), out=tmp_path / "run", grace_s=5)
+    result = await run(config, prepared=await prepare(config))
+    raw = (result.out / "episodes.jsonl").read_bytes()
+    assert raw.endswith(b"\n") and all(json.loads(x) for x in raw.splitlines())
+    assert result.interrupted and result.summary["stop_reason"].startswith("disk full: ")
+    assert result.summary["recorded"] == len(raw.splitlines()) < 18
+    monkeypatch.undo()  # space freed
+    resumed = config.model_copy(update={"resume": True})
+    await run(resumed, prepared=await prepare(resumed))
+    got = keys(result.out)
+    assert len(got) == len(set(got)) == 18
