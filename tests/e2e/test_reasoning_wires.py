@@ -167,7 +167,7 @@ def test_claude_with_thinking_survives_a_kill_9_and_resume_mid_episode_and_a_for
         resumed = awm_run("--out", str(out), "--resume", "--quiet", env={"AGENT_KEY": KEY})
         assert resumed.returncode == 0, resumed.stderr[-3000:]
         forked = subprocess.run([sys.executable, "-c", "from awm_runtime.cli import fork_main; "
-                                 "raise SystemExit(fork_main())", str(out), "--at", "1", "--arm", "again",
+                                 "raise SystemExit(fork_main())", str(out), "--at", "1", "--arm", "again:mode=continue",
                                  "--out", str(fork), "--quiet"], capture_output=True, text=True, env=env, timeout=600)
         assert forked.returncode == 0, forked.stderr[-3000:]
     recs, fork_recs = records(out), records(fork)
