@@ -25,8 +25,8 @@ import structlog
 
 from awm_runtime import ConfigError, ModelError
 from awm_runtime.models import ModelClient, ModelConfig, load_registry, reset_limiters
-from awm_runtime.models._local_exit import exit_cause
 from awm_runtime.models._local import find_binary, find_gguf, local_servers, start_local_servers, stop_local_servers
+from awm_runtime.models._local_exit import exit_cause
 from tests.conftest import require_local_extra
 from tests.procs import alive, process_gone
 
