@@ -42,6 +42,22 @@ def require_local_extra() -> None:
         pytest.skip(message)
 
 
+# The longest files first, so that the parallel run (pytest-xdist, one file per worker at a time: pyproject's
+# addopts) does not end with one worker still in them while the others idle: the real-model files, then the rest
+# of the end-to-end tests, then the unit tests (seconds each). Within a file, the order is the file's own.
+_FIRST = ("tests/e2e/test_local_model.py", "tests/awm_runtime/models/test_tito_local.py",
+          "tests/awm_runtime/integrations/test_trl_local.py", "tests/e2e/")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Order the files longest first (see _FIRST); a stable sort, so each file's tests keep their order."""
+
+    def rank(item: pytest.Item) -> int:
+        return next((i for i, prefix in enumerate(_FIRST) if item.nodeid.startswith(prefix)), len(_FIRST))
+
+    items.sort(key=rank)
+
+
 @pytest.fixture(autouse=True)
 async def _close_model_sessions() -> Any:
     """Close HTTP sessions the model layer opened in this test's event loop (no leaks at exit)."""

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING
 from awm_runtime._errors import ConfigError
 from awm_runtime._log import get_logger
 from awm_runtime.isolation import kill_process, scrubbed_env, signal_process
+from awm_runtime.models._local_exit import exit_cause
 
 if TYPE_CHECKING:
     from awm_runtime.models._registry import LocalServerConfig, ModelConfig
@@ -207,8 +208,9 @@ class LocalServer:
                 if self.proc.returncode is not None:
                     if _BIND_FAILED in self.tail(20):
                         return False
-                    raise ConfigError(f"local model {self.alias!r}: llama-server exited with code "
-                                      f"{self.proc.returncode} while starting: {self.tail()}")
+                    how, cause = exit_cause(self.proc.returncode)
+                    raise ConfigError(f"local model {self.alias!r}: llama-server {how} while starting"
+                                      f"{f' ({cause})' if cause else ''}: {self.tail()}")
                 with contextlib.suppress(aiohttp.ClientError, TimeoutError):
                     async with session.get(url) as resp:
                         if resp.status == 200:
@@ -224,7 +226,9 @@ class LocalServer:
         assert self.proc is not None
         code = await self.proc.wait()
         if not self._stopping:
-            log.error("local_server_died", alias=self.alias, pid=self.proc.pid, exit_code=code, log_tail=self.tail())
+            how, cause = exit_cause(code)
+            log.error("local_server_died", alias=self.alias, pid=self.proc.pid, exit_code=code, how=how,
+                      cause=cause or None, log_tail=self.tail())
 
     def tail(self, lines: int = 3) -> str:
         """The last lines of the server's log, for error messages."""

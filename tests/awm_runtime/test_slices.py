@@ -56,7 +56,9 @@ def test_a_burst_of_heavy_steps_leaves_the_loop_free_every_slice() -> None:
     slices = LoopSlices(slice_s=0.02)
     sliced, order = asyncio.run(_burst(slices, 200, 0.002))
     assert unsliced > 0.3
-    assert sliced < 0.1, f"the loop was held {sliced * 1000:.0f} ms"
+    # Against the unsliced burst measured here, not a constant: load stretches both alike. Sliced, the sleeper waits
+    # about one 20 ms slice of the 400 ms burst.
+    assert sliced < unsliced / 4, f"the loop was held {sliced * 1000:.0f} ms of {unsliced * 1000:.0f} ms"
     assert order == sorted(order)  # first come, first served
     assert slices.steps == 200 and 0 < slices.waited < 200
     assert slices.to_dict()["max_wait_ms"] > 200  # the work itself waited, here, where it is counted

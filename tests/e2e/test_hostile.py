@@ -56,11 +56,15 @@ class Setup:
 
 
 def _ensure_user() -> None:
-    """An ordinary user for the non-root run (created once; `useradd` is idempotent by this check)."""
+    """An ordinary user for the non-root run (created once; `useradd` is idempotent by this check). Another
+    test worker may create it between the check and `useradd`: exit 9 (the user exists) is that."""
     try:
         pwd.getpwnam(USER)
     except KeyError:
-        subprocess.run(["useradd", "--create-home", "--shell", "/bin/sh", USER], check=True, capture_output=True)
+        made = subprocess.run(["useradd", "--create-home", "--shell", "/bin/sh", USER], capture_output=True,
+                              text=True, check=False)
+        if made.returncode not in (0, 9):
+            pytest.fail(f"useradd {USER} failed ({made.returncode}): {made.stderr.strip()}")
 
 
 def _as_user(user: str, cmd: list[str], env: dict[str, str]) -> list[str]:

@@ -22,7 +22,7 @@ import pytest
 from awm_runtime._types import EpisodeRecord
 from awm_runtime.policies.protocols import parse_reply
 from tests.conftest import FIXTURES, require_local_extra
-from tests.e2e.test_awm_run import awm_run, records
+from tests.e2e.test_awm_run import records
 
 REPO = Path(__file__).parents[2]
 TINY = str(REPO / "examples" / "tiny_world")
@@ -38,19 +38,28 @@ def _extra() -> None:
     require_local_extra()
 
 
-def llama_servers() -> set[int]:
-    """PIDs of llama-server processes serving SmolLM2 from this venv (other helpers' servers are not ours)."""
-    mine = str(Path(sys.prefix).resolve())
+def llama_servers(runtime: int) -> set[int]:
+    """PIDs of llama-server processes from this venv that the awm-run of pid `runtime` started: their stdout is
+    the run's server log, `<alias>-<runtime pid>.log` (models/_local.py), still open after awm-run is gone.
+    Other tests' servers (another pytest worker's, another checkout's on the same venv) are not this run's."""
+    mine, suffix = str(Path(sys.prefix).resolve()), f"-{runtime}.log"
     out = set()
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
                 cmd = (entry / "cmdline").read_bytes().split(b"\0")
+                if not (cmd and cmd[0].endswith(b"llama-server")
+                        and str(Path(cmd[0].decode()).resolve()).startswith(mine)):
+                    continue
+                log = os.readlink(entry / "fd" / "1").removesuffix(" (deleted)")
             except OSError:
                 continue
-            if cmd and cmd[0].endswith(b"llama-server") and cmd[0].decode().startswith(mine):
+            if log.endswith(suffix):
                 out.add(int(entry.name))
     return out
+
+
+AWM_RUN = [sys.executable, "-c", "from awm_runtime.cli import run_main; raise SystemExit(run_main())"]
 
 
 def run(tmp_path: Path, *args: str, toml: str = "", env: dict[str, str] | None = None,
@@ -58,11 +67,16 @@ def run(tmp_path: Path, *args: str, toml: str = "", env: dict[str, str] | None =
     out = tmp_path / "run"
     config = tmp_path / "awm.toml"
     config.write_text(toml)
-    before = llama_servers()
-    proc = awm_run("--config", str(config), "--out", str(out), "--quiet", *args, timeout=timeout,
-                   env={**OFFLINE, **(env or {})})
-    assert llama_servers() <= before, "awm-run left its llama-server running"
-    return proc, out
+    cmd = [*AWM_RUN, "--config", str(config), "--out", str(out), "--quiet", *args]
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                          env={**os.environ, **OFFLINE, **(env or {})}) as runtime:
+        try:
+            stdout, stderr = runtime.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            runtime.kill()
+            raise
+    assert not llama_servers(runtime.pid), "awm-run left its llama-server running"
+    return subprocess.CompletedProcess(cmd, runtime.returncode, stdout, stderr), out
 
 
 def policy_messages(record: dict[str, Any]) -> list[dict[str, Any]]:
@@ -218,34 +232,31 @@ def test_episode_processes_share_the_one_server_their_parent_started(tmp_path: P
 
 
 def test_the_server_dies_with_awm_run_even_on_kill_9(tmp_path: Path) -> None:
-    before = llama_servers()
-    cmd = [sys.executable, "-c", "from awm_runtime.cli import run_main; raise SystemExit(run_main())",
-           "--policy", "local/smollm2", "--expert", "none", "--worlds", TINY, "--quiet", "--out", str(tmp_path / "r")]
+    cmd = [*AWM_RUN, "--policy", "local/smollm2", "--expert", "none", "--worlds", TINY, "--quiet",
+           "--out", str(tmp_path / "r")]
     runtime = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ, **OFFLINE})
     try:
         deadline = time.monotonic() + 120
         started: set[int] = set()
         while not started and time.monotonic() < deadline and runtime.poll() is None:
             time.sleep(0.2)
-            started = llama_servers() - before
+            started = llama_servers(runtime.pid)
         assert started, "awm-run did not start a llama-server"
     finally:
         runtime.kill()
         runtime.wait(30)
     deadline = time.monotonic() + 10
-    while llama_servers() & started and time.monotonic() < deadline:
+    while llama_servers(runtime.pid) & started and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert not llama_servers() & started
+    assert not llama_servers(runtime.pid) & started
 
 
 def test_ctrl_c_lets_in_flight_episodes_finish_on_a_live_server(tmp_path: Path) -> None:
     """A terminal's Ctrl-C reaches awm-run's whole process group; the server has its own session, so the
     episodes in flight finish against it within --grace, and only then is it stopped."""
     out = tmp_path / "r"
-    before = llama_servers()
-    cmd = [sys.executable, "-c", "from awm_runtime.cli import run_main; raise SystemExit(run_main())",
-           "--policy", "local/smollm2", "--expert", "none", "--worlds", TINY, "--max-turns", "2", "--concurrency", "1",
-           "--grace", "300", "--quiet", "--out", str(out)]
+    cmd = [*AWM_RUN, "--policy", "local/smollm2", "--expert", "none", "--worlds", TINY, "--max-turns", "2",
+           "--concurrency", "1", "--grace", "300", "--quiet", "--out", str(out)]
     runtime = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                                env={**os.environ, **OFFLINE}, start_new_session=True)
     try:
@@ -265,7 +276,7 @@ def test_ctrl_c_lets_in_flight_episodes_finish_on_a_live_server(tmp_path: Path) 
     assert 1 <= len(recs) < 3 and all(r["outcome"] != "error" for r in recs), [r["error"] for r in recs]
     summary = json.loads((out / "summary.json").read_text())
     assert summary["cancelled"] == 0 and summary["not_run"] == 3 - len(recs)  # the one in flight finished
-    assert llama_servers() <= before
+    assert not llama_servers(runtime.pid)
 
 
 def test_awm_bench_real_reports_throughput_and_the_runtimes_share(tmp_path: Path) -> None:

@@ -33,7 +33,7 @@ def _key(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def client(server: FakeOpenAI, **extra: object) -> ModelClient:
     cfg = ModelConfig(alias="via-procs", model="openai/fake-model", api_base=server.url, api_key_env="CALL_PROC_KEY",
-                      transport="litellm", timeout_s=10, backoff_s=0.01, **extra)  # type: ignore[arg-type]
+                      transport="litellm", timeout_s=60, backoff_s=0.01, **extra)  # type: ignore[arg-type]
     return ModelClient(cfg, "policy")
 
 
@@ -53,11 +53,14 @@ async def test_calls_go_through_call_procs_and_keep_classes_and_retry_after() ->
 
 
 async def test_a_dead_call_proc_fails_its_calls_as_retryable_and_others_carry_on() -> None:
-    with FakeOpenAI(key=KEY, default=Reply(content="late", delay_s=1.0)) as s:
+    with FakeOpenAI(key=KEY, default=Reply(content="late", delay_s=3.0)) as s:
         await start_call_procs(2)
         c = client(s)
         calls = asyncio.gather(*(c.complete(HI) for _ in range(4)))
-        await asyncio.sleep(0.5)
+        for _ in range(3000):  # until all four are at the server, in flight (not a guess at how long that takes)
+            if len(s.requests) >= 4:
+                break
+            await asyncio.sleep(0.01)
         os.kill(call_proc_pids()[0], 9)
         replies = await calls
     assert [r.content for r in replies] == ["late"] * 4

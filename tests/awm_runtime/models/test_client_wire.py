@@ -116,10 +116,11 @@ async def test_exhausted_retries_raise_the_class_with_the_attempt_count() -> Non
 async def test_rate_limits_stop_at_the_total_deadline() -> None:
     server = FakeOpenAI(key=KEY, default=Reply.error(429, "busy", retry_after="0.4"))
     with server as s, pytest.raises(ModelError) as info:
-        started = time.perf_counter()
         await client(s, retry_deadline_s=1.0).complete(HI)
     assert info.value.kind == "rate_limit" and "deadline" in str(info.value)
-    assert time.perf_counter() - started < 2.0 and 2 <= len(s.requests) <= 4
+    # 0.4 s per refusal within a 1 s deadline: 2 to 4 attempts; a retry past the deadline would be a 5th (the
+    # attempts are the clock here, not the wall time, which load stretches)
+    assert 2 <= len(s.requests) <= 4
 
 
 @pytest.mark.parametrize(("status", "kind"), [(400, "bad_request"), (401, "auth"), (403, "auth"),

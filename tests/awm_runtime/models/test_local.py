@@ -26,6 +26,7 @@ import structlog
 from awm_runtime import ConfigError, ModelError
 from awm_runtime.models import ModelClient, ModelConfig, load_registry, reset_limiters
 from awm_runtime.models._local import find_binary, find_gguf, local_servers, start_local_servers, stop_local_servers
+from awm_runtime.models._local_exit import exit_cause
 from tests.conftest import require_local_extra
 from tests.procs import alive, process_gone
 
@@ -80,6 +81,33 @@ async def test_a_server_that_exits_while_starting_is_one_line_with_its_last_word
     text = str(info.value)
     assert "\n" not in text and "exited with code 1 while starting" in text and "failed to load model" in text
     assert local_servers() == {}
+
+
+async def test_a_server_killed_by_sigill_while_starting_is_one_line_naming_the_signal_and_the_fix(
+        tmp_path: Path) -> None:
+    """A llama.cpp compiled for another CPU (GGML_NATIVE=ON) dies by SIGILL loading the model: asyncio says
+    code -4, the user reads the signal's name and how to rebuild."""
+    binary = stand_in(tmp_path, """
+        echo "I llama_model_loader: loaded meta data with 33 key-value pairs" >&2
+        kill -ILL $$
+    """)
+    with pytest.raises(ConfigError) as info:
+        await start_local_servers([local(binary=binary, gguf=str(Path(__file__)))])
+    text = str(info.value)
+    assert "\n" not in text and "code -4" not in text and "loaded meta data" in text
+    assert "llama-server was killed by SIGILL while starting (the binary uses CPU instructions this machine " \
+           "lacks" in text and "-DGGML_NATIVE=OFF" in text and "scripts/dev-setup" in text
+    assert local_servers() == {}
+
+
+@pytest.mark.parametrize(("code", "how", "cause"), [
+    (1, "exited with code 1", ""), (0, "exited with code 0", ""),
+    (-signal.SIGKILL, "was killed by SIGKILL", "OOM killer"), (-signal.SIGSEGV, "was killed by SIGSEGV", "GGUF"),
+    (-signal.SIGBUS, "was killed by SIGBUS", "truncated"), (-signal.SIGABRT, "was killed by SIGABRT", "aborted"),
+    (-signal.SIGTERM, "was killed by SIGTERM", ""), (-200, "was killed by signal 200", "")])
+def test_every_way_a_server_ends_is_said_in_words(code: int, how: str, cause: str) -> None:
+    said_how, said_cause = exit_cause(code)
+    assert said_how == how and cause in said_cause and bool(said_cause) == bool(cause)
 
 
 async def test_a_port_taken_before_the_bind_is_retried_then_refused(tmp_path: Path) -> None:
@@ -291,7 +319,7 @@ async def test_a_server_that_dies_mid_run_is_an_infrastructure_error_said_once()
             await client.complete([{"role": "user", "content": "hi"}], params={"max_tokens": 2})
     assert info.value.kind == "connection"
     died = [e for e in events if e["event"] == "local_server_died"]
-    assert len(died) == 1 and died[0]["exit_code"] == -signal.SIGKILL
+    assert len(died) == 1 and died[0]["exit_code"] == -signal.SIGKILL and died[0]["how"] == "was killed by SIGKILL"
     await stop_local_servers()
 
 

@@ -40,7 +40,7 @@ def test_answers_after_the_latency_with_the_key_and_reports_its_lateness(server:
         data = reply.json()
         assert data["object"] == "chat.completion" and data["choices"][0]["message"]["role"] == "assistant"
         assert data["usage"]["total_tokens"] > 0
-        assert 0.3 <= elapsed < 2.0
+        assert elapsed >= 0.3  # how late it was beyond that, the server says itself (below): no clock bound here
         models = client.get(f"{server}/models", headers={"Authorization": "Bearer k-123"}).json()
         assert {m["id"] for m in models["data"]} == {"fake-model", "sim-oracle"}
         stats = client.get(server.removesuffix("/v1") + "/stats").json()

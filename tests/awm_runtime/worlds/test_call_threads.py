@@ -82,18 +82,25 @@ def test_a_call_that_hogs_the_cpu_shares_it_with_the_calls_behind() -> None:
 
 
 def test_a_burst_of_hung_calls_all_runs_side_by_side_up_to_the_thread_limit() -> None:
-    """40 calls that each sleep 1 s on at most 32 threads: idle calls let three permits out each, so the first 32
-    run together within a few windows and the last 8 once threads come free."""
+    """40 calls that each wait (no CPU) on at most 32 threads: idle calls let three permits out each, so the first
+    32 run together and the last 8 once threads come free. Each call waits until 32 have started (an event, not a
+    clock): the burst can only end if 32 ran side by side, however slow the machine."""
     log = _Log()
+    all_in = threading.Event()
+
+    def hung() -> None:
+        with log.lock:
+            if len(log.starts) >= 32:
+                all_in.set()
+        all_in.wait(60)
+
     threads = CallThreads(log.handle, 32, window_s=0.01)
-    began = time.monotonic()
     for i in range(40):
-        threads.submit((f"h{i}", lambda: time.sleep(1.0)))
-    log.wait(40)
-    assert threads.threads == 32
+        threads.submit((f"h{i}", hung))
+    log.wait(40, timeout_s=90)
+    assert threads.threads == 32 and all_in.is_set()
     starts = sorted(log.starts.values())
-    assert starts[31] - began < 0.8  # a few windows, with room for a busy machine
-    assert time.monotonic() - began < 3.5  # two rounds side by side, not 40 s one after another
+    assert starts[31] <= min(log.ends.values())  # none ended (by the 60 s timeout) before the 32nd began
 
 
 def test_threads_whose_permit_is_not_needed_park_and_the_next_burst_runs_on_one() -> None:

@@ -24,12 +24,14 @@ def task(world: Any, scenario: str, idx: int = 0) -> Any:
 
 
 async def test_scenario_that_fails_to_import_is_a_world_error_and_reported(trap_world: Any) -> None:
+    started = time.perf_counter()
     with pytest.raises(WorldError, match=r"broken_import.*failed to import.*ModuleNotFoundError.*nonexistent_module"):
         await trap_world.open(task(trap_world, "broken_import"), episode_id="b1")
+    first = time.perf_counter() - started
     started = time.perf_counter()
     with pytest.raises(WorldError, match="failed to import"):  # remembered: no second import attempt
         await trap_world.open(task(trap_world, "broken_import"), episode_id="b2")
-    assert time.perf_counter() - started < 0.5
+    assert time.perf_counter() - started < first / 2  # a second attempt would cost what the first did
     assert any(p.scenario == "broken_import" and "nonexistent_module_xyz" in p.message for p in trap_world.problems)
     session = await trap_world.open(task(trap_world, "trap"), episode_id="t1")  # the other scenario is fine
     try:

@@ -222,11 +222,14 @@ async def test_hung_calls_cost_their_own_episodes_only(world: Any) -> None:
     hung = [timed(s.call_tool(call("hang"))) for s in faulty[:5]]
     slow = [timed(s.call_tool(call("slow", seconds=0.4, tag=f"s{i}"))) for i, s in enumerate(faulty[5:])]
     results: list[Any] = await asyncio.gather(*hung, *slow, bystanders_complete(world))
-    for elapsed, result in results[:5]:
+    hung_s = [elapsed for elapsed, _ in results[:5]]
+    for _, result in results[:5]:
         assert isinstance(result, WorldError) and "did not finish within 1.5s" in str(result)
-        assert elapsed < 1.5 * 1.2 + 0.5  # each ends at its own timeout, not one after another
-    for i, (elapsed, result) in enumerate(results[5:8]):
-        assert json.loads(result.text) == {"tag": f"s{i}"} and elapsed < 1.2
+    # Each ends at its own timeout, together: one after another, they would end 1.5 s apart (no clock bound:
+    # a busy machine delays them all alike).
+    assert max(hung_s) - min(hung_s) < 1.5, hung_s
+    for i, (elapsed, result) in enumerate(results[5:8]):  # not queued behind the hung ones: done before them
+        assert json.loads(result.text) == {"tag": f"s{i}"} and elapsed < min(hung_s), (elapsed, hung_s)
     again = await faulty[0].call_tool(call("count"))  # the hung worker was retired; the scenario goes on
     assert json.loads(again.text) == {"rows": 1}
     for s in faulty:
@@ -236,11 +239,12 @@ async def test_hung_calls_cost_their_own_episodes_only(world: Any) -> None:
 async def test_slow_calls_of_one_scenario_run_side_by_side(world: Any) -> None:
     faulty = await sessions(world, "faulty", 10)
     await faulty[0].call_tool(call("count"))
+    one, _ = await timed(faulty[0].call_tool(call("slow", seconds=0.5, tag="alone")))  # the control, measured here
     started = time.perf_counter()
     results = await asyncio.gather(*(s.call_tool(call("slow", seconds=0.5, tag=f"t{i}")) for i, s in enumerate(faulty)))
     elapsed = time.perf_counter() - started
     assert [json.loads(r.text)["tag"] for r in results] == [f"t{i}" for i in range(10)]
-    assert elapsed < 2.0, elapsed  # one after another would take 5 s
+    assert elapsed < 4 * one, (elapsed, one)  # one after another would take 10 times one call
     for s in faulty:
         await s.close()
 
