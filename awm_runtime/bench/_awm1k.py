@@ -60,8 +60,8 @@ def _ensure_set(args: argparse.Namespace, tmp: Path) -> tuple[Path, dict[str, An
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     from awm_runtime import RunConfig
+    from awm_runtime._log import console_logging
     from awm_runtime.bench._procs import ProcessSampler
-    from awm_runtime.cli._common import console_logging
     from awm_runtime.scheduler import RunProgress, prepare
     from awm_runtime.scheduler import run as run_episodes
     from awm_runtime.worlds import AwmWorld

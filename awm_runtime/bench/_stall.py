@@ -126,7 +126,7 @@ async def _figure(args: argparse.Namespace, data: Path, tool: str, n: int, timeo
 
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
-    from awm_runtime.cli._common import console_logging
+    from awm_runtime._log import console_logging
 
     console_logging()
     from awm_runtime.isolation import require

@@ -64,7 +64,7 @@ def _resumed_config(args: argparse.Namespace) -> dict[str, Any]:
         config = dict(stored.get("config") or {})
     except (OSError, ValueError, AttributeError) as exc:
         raise ConfigError(f"--resume: {manifest} is unreadable ({exc})") from None
-    from awm_runtime.logs._trust import check_manifest, own_models
+    from awm_runtime.scheduler._trust import check_manifest, own_models
 
     restated = {k for k, v in vars(args).items() if v is not None}
     check_manifest("--resume: ", manifest.parent, stored, trusted=args.trust_manifest, restated=restated,

@@ -31,16 +31,29 @@ from awm_runtime.worlds import (
     AwmWorld,
     RemoteWorld,
     RunWorld,
+    WorldOptions,
     is_remote,
     load_split,
     load_worlds,
-    remote_options,
     trivial_tasks,
-    world_options,
 )
 from awm_runtime.worlds._disk import in_flight_by_scenario
 
 log = get_logger("awm_runtime.scheduler")
+
+
+def remote_options(config: RunConfig) -> dict[str, Any]:
+    """The MCP-world settings of a run (RemoteOptions fields); stdio servers log into the run directory."""
+    return {"world_env": config.world_env, "scenario_name": config.scenario_name, "log_dir": config.out,
+            "reset_tool": config.world_reset_tool, "spares": config.world_spares}
+
+
+def world_options(config: RunConfig) -> WorldOptions:
+    """The world settings of a run."""
+    return WorldOptions(verifier=config.verifier, foreign_keys=config.foreign_keys,
+                        tool_timeout_s=config.tool_timeout_s, workers=config.world_workers,
+                        unsafe_no_sandbox=config.unsafe_no_sandbox, world_disk_mib=config.world_disk_mib,
+                        in_flight=config.concurrency)
 
 
 @dataclass(slots=True)

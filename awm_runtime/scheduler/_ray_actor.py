@@ -153,7 +153,7 @@ class EpisodeActor:
         self.worker = WorkerRef(node=ray.get_runtime_context().get_node_id(), host=ip, pid=os.getpid())
         configure_logging(cast(IO[str], self.events))
         structlog.contextvars.bind_contextvars(actor=init["index"])  # ray_started maps actor -> node, pid
-        from awm_runtime import __version__
+        from awm_runtime._version import __version__
 
         if init["version"] != __version__:
             raise ConfigError(f"awm-runtime {__version__} is installed here, the driver runs {init['version']}: "

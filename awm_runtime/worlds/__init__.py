@@ -7,9 +7,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from awm_runtime._config import RunConfig
 from awm_runtime._errors import ConfigError
 from awm_runtime.verifiers import Judge
+from awm_runtime.worlds._builtin import BUILTIN_DATA, BUILTIN_SOURCES
 from awm_runtime.worlds._check import TaskCheck, check_tasks, trivial_tasks
 from awm_runtime.worlds._format import Dataset, LoadProblem, Scenario, ScenarioSource, Solution
 from awm_runtime.worlds._hub import AWM_1K, fetch_awm_1k, is_hub_spec
@@ -21,8 +21,6 @@ from awm_runtime.worlds.remote import RemoteOptions, RemoteWorld, is_remote, rem
 
 RunWorld = AwmWorld | RemoteWorld  # what a run plays on: the local engine, or a server reached over the wire
 
-BUILTIN_DATA = Path(__file__).parent / "builtin" / "data"
-BUILTIN_SOURCES = Path(__file__).parent / "builtin" / "src"
 
 
 def resolve_worlds_dir(spec: str | Path) -> Path:
@@ -72,20 +70,6 @@ def load_local_worlds(spec: str | Path = "builtin", *, solutions: Path | None = 
     return AwmWorld(dataset, name=worlds_name(spec, root), options=options, judge=judge)
 
 
-def remote_options(config: RunConfig) -> dict[str, Any]:
-    """The MCP-world settings of a run (RemoteOptions fields); stdio servers log into the run directory."""
-    return {"world_env": config.world_env, "scenario_name": config.scenario_name, "log_dir": config.out,
-            "reset_tool": config.world_reset_tool, "spares": config.world_spares}
-
-
-def world_options(config: RunConfig) -> WorldOptions:
-    """The world settings of a run."""
-    return WorldOptions(verifier=config.verifier, foreign_keys=config.foreign_keys,
-                        tool_timeout_s=config.tool_timeout_s, workers=config.world_workers,
-                        unsafe_no_sandbox=config.unsafe_no_sandbox, world_disk_mib=config.world_disk_mib,
-                        in_flight=config.concurrency)
-
-
 def load_split(world: RunWorld) -> dict[str, set[tuple[str, int]]]:
     """The dataset's pinned split (split.json), or the same seeded rule computed on the fly (remote worlds)."""
     path = world.dataset.root / "split.json" if isinstance(world, AwmWorld) else None
@@ -120,8 +104,6 @@ __all__ = [
     "load_worlds",
     "normalize_scenario",
     "pack_sources",
-    "remote_options",
     "resolve_worlds_dir",
     "trivial_tasks",
-    "world_options",
 ]
