@@ -355,7 +355,7 @@ class EpisodeRecord(_Model):
     advantage: float | None = None
     group: GroupInfo | None = None
     worker: WorkerRef | None = None
-    replaced_chars: int = 0  # lone surrogates in the record's text written as U+FFFD (logs/_encodable.py)
+    replaced_chars: int = 0  # lone surrogates in the record's text written as U+FFFD (_encodable.py)
     tools_id: str | None = None  # the tool set offered to the policy: a line of the run's tools.jsonl
     # Forks (docs/forks.md): where this episode was forked from, {run, episode_id, turn, mode, repeat, ...}.
     fork: dict[str, Any] | None = None

@@ -81,7 +81,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         world = prep.world
         assert isinstance(world, AwmWorld)  # a directory: the local engine
         if args.model_path == "litellm":  # the old path of awm-run's sim/ aliases, for comparison
-            from awm_runtime.models._transport import IN_PROCESS
+            from awm_runtime.models import IN_PROCESS
 
             for client in prep.ctx.clients.values():
                 if client.config.simulated:

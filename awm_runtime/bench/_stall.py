@@ -17,8 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from awm_runtime._types import ToolCall
-from awm_runtime.worlds import AwmWorld, WorldOptions, load_local_worlds
-from awm_runtime.worlds._pack import merge_rows, scenario_rows, write_dataset
+from awm_runtime.worlds import AwmWorld, WorldOptions, load_local_worlds, merge_rows, scenario_rows, write_dataset
 
 SLOW_APP = '''import os, time
 from fastapi import FastAPI

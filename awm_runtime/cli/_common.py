@@ -24,7 +24,7 @@ def fail(message: str, prog: str) -> NoReturn:
 
 def disk_mib(text: str) -> int:
     """`--world-disk-mib`: a scenario's disk quota in MiB, at least MIN_DISK_MIB."""
-    from awm_runtime.worlds._world import MIN_DISK_MIB
+    from awm_runtime.worlds import MIN_DISK_MIB
 
     try:
         value = int(text)

@@ -77,8 +77,9 @@ def build(args: argparse.Namespace) -> tuple[Any, Any, dict[str, Any]]:
     """The fork run's config and planner, and the plan's arguments."""
     from awm_runtime._config import RunConfig
     from awm_runtime.logs import read_manifest
-    from awm_runtime.scheduler._forks import (
+    from awm_runtime.scheduler import (
         ForkPlanner,
+        check_manifest,
         fork_arms,
         fork_config,
         parse_filter,
@@ -88,7 +89,6 @@ def build(args: argparse.Namespace) -> tuple[Any, Any, dict[str, Any]]:
         plan_forks,
         select_checkpoints,
     )
-    from awm_runtime.scheduler._trust import check_manifest
 
     plan = _plan_args(args)
     arms = [parse_fork_arm(a) for a in plan["arms"]]  # a misspelled arm is refused before anything else

@@ -60,7 +60,7 @@ from awm_runtime.episode._advice import summarize_trajectory
 from awm_runtime.episode._outcome import Ending
 from awm_runtime.episode._state import EpisodeState
 from awm_runtime.episode._tools import ASK_EXPERT, ask_expert_spec, tool_listing
-from awm_runtime.logs._redact import scrub_secrets
+from awm_runtime.logs import scrub_secrets
 
 log = get_logger("awm_runtime.episode")
 

@@ -21,10 +21,10 @@ from typing import Any
 
 import orjson
 
+from awm_runtime._encodable import dumps_encodable, encodable
 from awm_runtime._errors import AwmError
 from awm_runtime._log import get_logger
 from awm_runtime._types import EpisodeRecord
-from awm_runtime.logs._encodable import dumps_encodable, encodable
 from awm_runtime.logs._redact import scrub_bytes
 
 log = get_logger("awm_runtime.logs")

@@ -21,7 +21,7 @@ from awm_runtime._errors import ConfigError
 from awm_runtime._seeds import episode_seed
 from awm_runtime._types import EpisodeSpec, ForkSpec
 from awm_runtime._units import Unit
-from awm_runtime.episode._checkpoint import CHECKPOINTS, INDEX
+from awm_runtime.episode import CHECKPOINTS, INDEX
 from awm_runtime.scheduler._plan import parse_task_spec
 
 Key = tuple[str, str, int, int]

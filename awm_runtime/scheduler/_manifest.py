@@ -14,7 +14,7 @@ from awm_runtime._config import RunConfig
 from awm_runtime.scheduler._prepare import PreparedRun
 from awm_runtime.scheduler._resume import ModelTable, model_table
 from awm_runtime.scheduler._trust import seal
-from awm_runtime.worlds._hub import snapshot_commit
+from awm_runtime.worlds import snapshot_commit
 
 
 def _versions() -> dict[str, str]:

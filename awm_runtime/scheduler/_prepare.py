@@ -19,9 +19,16 @@ from awm_runtime._units import Planner, Unit
 from awm_runtime.episode import EpisodeLimits, ExpertBudget, Harness
 from awm_runtime.isolation import Containment, require
 from awm_runtime.logs import register_secrets
-from awm_runtime.models import ModelRegistry, apply_routes, load_registry, preflight, shutdown, start_call_procs
-from awm_runtime.models._local import start_local_servers
-from awm_runtime.models._transport import IN_PROCESS
+from awm_runtime.models import (
+    IN_PROCESS,
+    ModelRegistry,
+    apply_routes,
+    load_registry,
+    preflight,
+    shutdown,
+    start_call_procs,
+    start_local_servers,
+)
 from awm_runtime.scheduler._fit import check_fit
 from awm_runtime.scheduler._outdir import out_dir
 from awm_runtime.scheduler._plan import order_tasks, plan_episodes, plan_shuffled, select_tasks, split
@@ -32,12 +39,12 @@ from awm_runtime.worlds import (
     RemoteWorld,
     RunWorld,
     WorldOptions,
+    in_flight_by_scenario,
     is_remote,
     load_split,
     load_worlds,
     trivial_tasks,
 )
-from awm_runtime.worlds._disk import in_flight_by_scenario
 
 log = get_logger("awm_runtime.scheduler")
 
@@ -152,7 +159,7 @@ async def _prepare(config: RunConfig, registry: Any, world: RunWorld, check: boo
         dataset = getattr(world, "dataset", None)
         why = ""
         if dataset is not None and world.problems and not any(sc.runnable for sc in dataset.scenarios.values()):
-            from awm_runtime.worlds._format import where_problems
+            from awm_runtime.worlds import where_problems
 
             why = f": no scenario of it can run: {where_problems(world.problems, dataset.root)}"
         raise ConfigError(f"no tasks match --scenarios {config.scenarios!r} --tasks {config.tasks!r} "

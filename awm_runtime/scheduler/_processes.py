@@ -26,7 +26,7 @@ from awm_runtime._log import get_logger
 from awm_runtime._types import EpisodeRecord
 from awm_runtime.isolation import kill_process
 from awm_runtime.logs import EVENTS, RunDirWriter, record_line
-from awm_runtime.models._local import local_bases
+from awm_runtime.models import local_bases
 from awm_runtime.scheduler._control import RunControl, must_finish
 from awm_runtime.scheduler._plan import split
 from awm_runtime.scheduler._progress import RunProgress, merge_endpoints

@@ -24,7 +24,7 @@ from awm_runtime._interfaces import Sink, StoppingRule
 from awm_runtime._log import get_logger
 from awm_runtime._types import EpisodeRecord
 from awm_runtime._units import EpisodeRunner, Unit
-from awm_runtime.episode._checkpoint import CHECKPOINTS
+from awm_runtime.episode import CHECKPOINTS
 from awm_runtime.logs import (
     EVENTS,
     MANIFEST,
@@ -40,8 +40,7 @@ from awm_runtime.logs import (
     repair_tail,
 )
 from awm_runtime.models import shutdown
-from awm_runtime.report import RunStats
-from awm_runtime.report._stopping import apply_stopping
+from awm_runtime.report import RunStats, apply_stopping
 from awm_runtime.scheduler._control import LoopLag, RunControl, must_finish, peak_rss_mib, rss_mib
 from awm_runtime.scheduler._decide import PairWatch, WatchedStats, endpoint_totals
 from awm_runtime.scheduler._episode_pool import EpisodePool

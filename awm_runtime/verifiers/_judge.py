@@ -24,7 +24,7 @@ from typing import Any, Protocol
 from awm_runtime._errors import AwmError
 from awm_runtime._prompts import render
 from awm_runtime._types import Message, Usage, Verdict
-from awm_runtime.models._reasoning import exhausted
+from awm_runtime.models import exhausted
 
 LABELS = ("complete", "incomplete")
 _THINK = re.compile(r"<think>.*?</think>", re.S)

@@ -10,13 +10,30 @@ from typing import Any
 from awm_runtime._errors import ConfigError
 from awm_runtime.verifiers import Judge
 from awm_runtime.worlds._builtin import BUILTIN_DATA, BUILTIN_SOURCES
-from awm_runtime.worlds._check import TaskCheck, check_tasks, trivial_tasks
-from awm_runtime.worlds._format import Dataset, LoadProblem, Scenario, ScenarioSource, Solution
-from awm_runtime.worlds._hub import AWM_1K, fetch_awm_1k, is_hub_spec
+from awm_runtime.worlds._check import (
+    TaskCheck,
+    check_tasks,
+    parse_verifiers,
+    scenario_report,
+    spec_problems,
+    trivial_tasks,
+)
+from awm_runtime.worlds._disk import in_flight_by_scenario
+from awm_runtime.worlds._format import (
+    SOLUTIONS_FILE,
+    Dataset,
+    LoadProblem,
+    Scenario,
+    ScenarioSource,
+    Solution,
+    VerifierDef,
+    where_problems,
+)
+from awm_runtime.worlds._hub import AWM_1K, fetch_awm_1k, is_hub_spec, snapshot_commit
 from awm_runtime.worlds._load import iter_solutions, load_dataset
 from awm_runtime.worlds._names import normalize_scenario
-from awm_runtime.worlds._pack import make_split, pack_sources
-from awm_runtime.worlds._world import AwmSession, AwmWorld, WorldOptions
+from awm_runtime.worlds._pack import make_split, merge_rows, pack_sources, scenario_rows, write_dataset
+from awm_runtime.worlds._world import MIN_DISK_MIB, AwmSession, AwmWorld, WorldOptions
 from awm_runtime.worlds.remote import RemoteOptions, RemoteWorld, is_remote, remote_world
 
 RunWorld = AwmWorld | RemoteWorld  # what a run plays on: the local engine, or a server reached over the wire
@@ -84,6 +101,8 @@ __all__ = [
     "AWM_1K",
     "BUILTIN_DATA",
     "BUILTIN_SOURCES",
+    "MIN_DISK_MIB",
+    "SOLUTIONS_FILE",
     "AwmSession",
     "AwmWorld",
     "Dataset",
@@ -95,15 +114,25 @@ __all__ = [
     "ScenarioSource",
     "Solution",
     "TaskCheck",
+    "VerifierDef",
     "WorldOptions",
     "check_tasks",
+    "in_flight_by_scenario",
     "is_remote",
     "load_dataset",
     "load_local_worlds",
     "load_split",
     "load_worlds",
+    "merge_rows",
     "normalize_scenario",
     "pack_sources",
+    "parse_verifiers",
     "resolve_worlds_dir",
+    "scenario_report",
+    "scenario_rows",
+    "snapshot_commit",
+    "spec_problems",
     "trivial_tasks",
+    "where_problems",
+    "write_dataset",
 ]

@@ -231,3 +231,9 @@ def test_no_import_climbs_back_up() -> None:
             if isinstance(node, ast.Attribute) and node.attr == "__path__":
                 assert not (isinstance(node.value, ast.Name) and node.value.id == "awm_runtime"), module
 
+
+def test_subpackages_meet_at_their_front_doors() -> None:
+    """At most 10% of the imports between subpackages reach into another one's private module."""
+    private, total = private_imports()
+    assert total > 100  # the measure sees the package
+    assert len(private) <= total // 10, f"{len(private)} of {total} imports are private:\n" + "\n".join(private)
