@@ -13,6 +13,7 @@ from typing import Any, Protocol, runtime_checkable
 from awm_runtime._events import Event
 from awm_runtime._types import (
     EpisodeRecord,
+    FormatErrorKind,
     Message,
     ModelRef,
     Source,
@@ -50,7 +51,7 @@ class FinalAnswer:
 class Malformed:
     """A reply that meant to act but cannot be executed (a format error)."""
 
-    kind: str
+    kind: FormatErrorKind
     detail: str
 
 

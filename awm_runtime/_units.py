@@ -6,7 +6,7 @@ from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from awm_runtime._types import EpisodeRecord, EpisodeSpec
+from awm_runtime._types import EpisodeKey, EpisodeRecord, EpisodeSpec
 
 Finalize = Callable[[list[EpisodeRecord]], list[EpisodeRecord]]
 EpisodeRunner = Callable[[EpisodeSpec], Awaitable[EpisodeRecord]]
@@ -28,7 +28,7 @@ class Unit:
     play: Play | None = None
 
     @property
-    def keys(self) -> list[tuple[str, str, int, int]]:
+    def keys(self) -> list[EpisodeKey]:
         return [s.key for s in self.specs]
 
 

@@ -14,7 +14,7 @@ from awm_runtime._config import RunConfig
 from awm_runtime._errors import ConfigError
 from awm_runtime._log import get_logger
 from awm_runtime._prompts import use_prompts
-from awm_runtime._types import EpisodeSpec, ForkSpec, Task
+from awm_runtime._types import EpisodeKey, EpisodeSpec, ForkSpec, Task
 from awm_runtime._units import Planner, Unit
 from awm_runtime.episode import EpisodeLimits, ExpertBudget, Harness
 from awm_runtime.isolation import Containment, require
@@ -75,7 +75,7 @@ class PreparedRun:
     containment: Containment = field(default_factory=Containment)
     checkpoint_root: Path | None = None  # where --checkpoint saves (the run directory's checkpoints/)
     # Episodes a killed run left in flight, by key: resumed from their last checkpoint (docs/forks.md).
-    resume_from: dict[tuple[str, str, int, int], ForkSpec] = field(default_factory=dict)
+    resume_from: dict[EpisodeKey, ForkSpec] = field(default_factory=dict)
 
     async def plan_disk(self) -> None:
         """Size each scenario's disk quota for the episodes of it this run keeps open at once (its planned
@@ -104,7 +104,7 @@ class PreparedRun:
         """Units in stages; without a planner the whole run is one stage."""
         return self.planner.stages() if self.planner is not None else iter([self.units()])
 
-    def remaining(self, done: set[tuple[str, str, int, int]]) -> int:
+    def remaining(self, done: set[EpisodeKey]) -> int:
         if self.planner is not None:
             return max(0, self.planner.planned - len(done))
         return sum(1 for s in self.specs() if s.key not in done)

@@ -22,7 +22,7 @@ from awm_runtime._config import RunConfig
 from awm_runtime._errors import ConfigError
 from awm_runtime._interfaces import Sink, StoppingRule
 from awm_runtime._log import get_logger
-from awm_runtime._types import EpisodeRecord
+from awm_runtime._types import EpisodeKey, EpisodeRecord
 from awm_runtime._units import EpisodeRunner, Unit
 from awm_runtime.episode import CHECKPOINTS
 from awm_runtime.logs import (
@@ -110,7 +110,7 @@ async def run(config: RunConfig, *, sinks: Sequence[Sink] = (), prepared: Prepar
         progress.stats = WatchedStats([a.name for a in config.arm_list()], watch)
     elif not progress.stats.episodes:
         progress.stats = RunStats([a.name for a in config.arm_list()])  # tables and differences in --arm order
-    done: set[tuple[str, str, int, int]] = set()
+    done: set[EpisodeKey] = set()
     recorded: set[str] = set()
     if prep.config.checkpoint != "none":
         prep.checkpoint_root = out / CHECKPOINTS
@@ -149,7 +149,7 @@ async def run(config: RunConfig, *, sinks: Sequence[Sink] = (), prepared: Prepar
     outcome: dict[str, Any] = {}
     cluster: RayCluster | None = None
 
-    handed: set[tuple[str, str, int, int]] = set()  # keys of the units planned so far (groups plan as they go)
+    handed: set[EpisodeKey] = set()  # keys of the units planned so far (groups plan as they go)
 
     def remember(units: Iterator[Unit]) -> Iterator[Unit]:
         for u in units:
@@ -236,7 +236,6 @@ async def run(config: RunConfig, *, sinks: Sequence[Sink] = (), prepared: Prepar
                      stopped_early, int(summary.get("unrecorded_count", 0)))
 
 
-EpisodeKey = tuple[str, str, int, int]
 UNRECORDED_SHOWN = 100
 UNCLASSIFIED_WARN_SHARE = 0.10
 
