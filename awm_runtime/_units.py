@@ -36,11 +36,17 @@ class Planner(Protocol):
     """Plans a run in stages: stage k+1 is drawn only after stage k has finished (adaptive groups)."""
 
     @property
-    def planned(self) -> int: ...
+    def planned(self) -> int:
+        """How many episodes the plan holds so far (grows as stages are drawn)."""
+        ...
 
     def observe(self, record: dict[str, Any]) -> None:
         """A record already in the run directory (resume)."""
 
-    def stages(self) -> Iterator[Iterable[Unit]]: ...
+    def stages(self) -> Iterator[Iterable[Unit]]:
+        """The plan's stages in order; the next is drawn only after the previous one's episodes finished."""
+        ...
 
-    def summary(self) -> dict[str, Any]: ...
+    def summary(self) -> dict[str, Any]:
+        """What the plan adds to summary.json (e.g. groups drawn and why they stopped)."""
+        ...

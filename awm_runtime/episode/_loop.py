@@ -76,6 +76,9 @@ class ExpertBudget:
 
 @dataclass(frozen=True, slots=True)
 class EpisodeLimits:
+    """When an episode stops on its own: after `max_turns` policy turns, after `timeout_s` seconds (None: no
+    limit), or at the first format error with `on_format_error="end"`; and how often the expert may be asked."""
+
     max_turns: int = 20
     timeout_s: float | None = 900.0
     on_format_error: Literal["continue", "end"] = "continue"

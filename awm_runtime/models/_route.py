@@ -28,6 +28,9 @@ class Route:
 
 
 class Transport(Protocol):
+    """How one model call goes over the wire (litellm, our direct HTTP, or an in-process call): one attempt
+    per call, retries and limits are the client's."""
+
     async def attempt(self, route: Route, messages: list[dict[str, Any]], params: dict[str, Any],
                       timeout_s: float) -> ModelReply:
         """One HTTP attempt; raises AttemptError (classified, redacted) on any failure."""

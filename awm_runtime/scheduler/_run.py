@@ -59,6 +59,9 @@ log = get_logger("awm_runtime.scheduler")
 
 @dataclass(slots=True)
 class RunResult:
+    """What a finished (or stopped) run did: its id and directory, the summary written to summary.json, and
+    how many planned episodes ran, were skipped (already recorded), were not run, or have no record."""
+
     run_id: str
     out: Path
     summary: dict[str, Any]

@@ -37,6 +37,8 @@ DETAIL_EVIDENCE_CHARS = 8000
 
 
 class JudgeReply(Protocol):
+    """What the judge reads of a model reply: its text (None when it has none) and its token usage."""
+
     content: str | None
     usage: Usage
 
@@ -44,7 +46,9 @@ class JudgeReply(Protocol):
 class JudgeClient(Protocol):
     """What the judge needs from the model layer (`awm_runtime.models.ModelClient` fits)."""
 
-    async def complete(self, messages: list[dict[str, Any]]) -> Any: ...
+    async def complete(self, messages: list[dict[str, Any]]) -> Any:
+        """One completion of `messages`; its reply has what JudgeReply names."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
