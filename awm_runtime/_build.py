@@ -95,9 +95,16 @@ def build_harness(policy: str, expert: str = "none", *, world: RunWorld | None =
                   nudges: tuple[str, ...] = ("on_error", "on_stall:5"), limits: EpisodeLimits | None = None,
                   registry: ModelRegistry | None = None) -> Harness:
     """A Harness from names, as awm-run builds one: for apps that embed `run_episode`."""
-    from awm_runtime.episode import EpisodeLimits, Harness
     from awm_runtime.models import load_registry
 
     ctx = BuildContext(registry=registry or load_registry(), world=world)
+    return assemble_harness(ctx, policy, expert, reward=reward, nudges=nudges, limits=limits)
+
+
+def assemble_harness(ctx: BuildContext, policy: str, expert: str, *, reward: str, nudges: tuple[str, ...],
+                     limits: EpisodeLimits | None) -> Harness:
+    """The one place a Harness is put together from names (build_harness, and each arm of a prepared run)."""
+    from awm_runtime.episode import EpisodeLimits, Harness
+
     return Harness(policy=build_policy(policy, ctx), expert=build_expert(expert, ctx), nudges=build_nudges(nudges),
                    shaper=build_shaper(reward), limits=limits or EpisodeLimits())

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from awm_runtime._build import BuildContext, build_expert, build_nudges, build_policy, build_shaper
+from awm_runtime._build import BuildContext, assemble_harness
 from awm_runtime._config import RunConfig
 from awm_runtime._errors import ConfigError
 from awm_runtime._log import get_logger
@@ -196,11 +196,8 @@ async def _prepare(config: RunConfig, registry: Any, world: RunWorld, check: boo
         c = config.for_arm(arm)
         ctx.options.update(protocol=c.protocol, enable_thinking=c.enable_thinking,
                            reasoning_effort=c.reasoning_effort, thinking_budget=c.thinking_budget)
-        harnesses[arm.name] = Harness(
-            policy=build_policy(c.policy, ctx),
-            expert=build_expert(c.expert, ctx),
-            nudges=build_nudges(c.nudges),
-            shaper=build_shaper(c.reward),
+        harnesses[arm.name] = assemble_harness(
+            ctx, c.policy, c.expert, nudges=c.nudges, reward=c.reward,
             limits=EpisodeLimits(
                 max_turns=c.max_turns, timeout_s=c.episode_timeout_s, on_format_error=c.on_format_error,
                 expert_budget=ExpertBudget(calls=c.expert_calls, tokens=c.expert_tokens, usd=c.expert_usd)),
