@@ -12,6 +12,8 @@ CLI's `--help`) does not import the scheduler, the world engine or a model SDK.
 import importlib as _importlib
 import typing as _typing
 
+from awm_runtime._version import __version__ as __version__
+
 if _typing.TYPE_CHECKING:
     from awm_runtime._build import build_harness
     from awm_runtime._config import ArmConfig, RunConfig, build_run_config
@@ -70,7 +72,6 @@ if _typing.TYPE_CHECKING:
     from awm_runtime.scheduler import RunResult, prepare, run
     from awm_runtime.worlds import load_worlds
 
-__version__ = "0.1.0"
 
 
 _HOME = {

@@ -8,10 +8,11 @@ from typing import TYPE_CHECKING, Any
 from awm_runtime._errors import ConfigError
 from awm_runtime._interfaces import Expert, NudgeRule, Policy, RewardShaper
 from awm_runtime._plugins import available, resolve
-from awm_runtime._types import Task
+from awm_runtime._types import ModelRole, Task
 from awm_runtime.models import ModelClient, ModelRegistry
 
 if TYPE_CHECKING:
+    from awm_runtime.episode import EpisodeLimits, Harness
     from awm_runtime.worlds import RunWorld, Solution
 
 
@@ -22,10 +23,10 @@ class BuildContext:
     registry: ModelRegistry
     world: RunWorld | None = None
     options: dict[str, Any] = field(default_factory=dict)
-    clients: dict[tuple[str, str], ModelClient] = field(default_factory=dict)
+    clients: dict[tuple[ModelRole, str], ModelClient] = field(default_factory=dict)
     _taught: bool = False
 
-    def client(self, alias: str, role: str) -> ModelClient:
+    def client(self, alias: str, role: ModelRole) -> ModelClient:
         key = (role, alias)
         if key not in self.clients:
             config = self.registry.resolve(alias, role)
@@ -57,8 +58,8 @@ def build_policy(name: str, ctx: BuildContext) -> Policy:
     """A policy plug-in by name (`human`, `replay:RUN`), else a model alias for the chat policy."""
     plugin, arg = _split(name)
     if plugin != "chat" and plugin in available("policies"):
-        return resolve("policies", plugin)(arg, ctx)  # type: ignore[no-any-return]
-    return resolve("policies", "chat")(name, ctx)  # type: ignore[no-any-return]
+        return resolve("policies", plugin)(arg, ctx)
+    return resolve("policies", "chat")(name, ctx)
 
 
 def build_expert(name: str, ctx: BuildContext) -> Expert | None:
@@ -67,8 +68,8 @@ def build_expert(name: str, ctx: BuildContext) -> Expert | None:
         return None
     plugin, arg = _split(name)
     if plugin != "llm" and plugin in available("experts"):
-        return resolve("experts", plugin)(arg, ctx)  # type: ignore[no-any-return]
-    return resolve("experts", "llm")(name, ctx)  # type: ignore[no-any-return]
+        return resolve("experts", plugin)(arg, ctx)
+    return resolve("experts", "llm")(name, ctx)
 
 
 def build_nudges(names: tuple[str, ...]) -> list[NudgeRule]:
@@ -85,18 +86,25 @@ def build_nudges(names: tuple[str, ...]) -> list[NudgeRule]:
 def build_shaper(name: str) -> RewardShaper:
     plugin, arg = _split(name)
     try:
-        return resolve("rewards", plugin)(arg)  # type: ignore[no-any-return]
+        return resolve("rewards", plugin)(arg)
     except ValueError as exc:
         raise ConfigError(f"reward shaper {name!r}: {exc}") from None
 
 
 def build_harness(policy: str, expert: str = "none", *, world: RunWorld | None = None, reward: str = "awm",
-                  nudges: tuple[str, ...] = ("on_error", "on_stall:5"), limits: Any = None,
-                  registry: ModelRegistry | None = None) -> Any:
+                  nudges: tuple[str, ...] = ("on_error", "on_stall:5"), limits: EpisodeLimits | None = None,
+                  registry: ModelRegistry | None = None) -> Harness:
     """A Harness from names, as awm-run builds one: for apps that embed `run_episode`."""
-    from awm_runtime.episode import EpisodeLimits, Harness
     from awm_runtime.models import load_registry
 
     ctx = BuildContext(registry=registry or load_registry(), world=world)
+    return assemble_harness(ctx, policy, expert, reward=reward, nudges=nudges, limits=limits)
+
+
+def assemble_harness(ctx: BuildContext, policy: str, expert: str, *, reward: str, nudges: tuple[str, ...],
+                     limits: EpisodeLimits | None) -> Harness:
+    """The one place a Harness is put together from names (build_harness, and each arm of a prepared run)."""
+    from awm_runtime.episode import EpisodeLimits, Harness
+
     return Harness(policy=build_policy(policy, ctx), expert=build_expert(expert, ctx), nudges=build_nudges(nudges),
                    shaper=build_shaper(reward), limits=limits or EpisodeLimits())

@@ -46,6 +46,12 @@ class ArmConfig(BaseModel):
 
 
 class RunConfig(BaseModel):
+    """Everything one run needs, as awm-run's flags and awm.toml set it: worlds, models per role, arms,
+    limits, concurrency and where the run directory goes.
+
+    Immutable and validated on construction (unknown fields are refused); it is written to manifest.json, so a
+    run can be resumed or forked from it. Names, never keys: a key is read from the environment variable named."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     worlds: str = "builtin"

@@ -17,7 +17,10 @@ whose process died has no record at all, so `--resume` runs it again.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from awm_runtime._types import FormatErrorKind
 
 ModelErrorKind = Literal[
     "rate_limit",
@@ -83,6 +86,6 @@ class AgentFacingError(AwmError):
 class FormatError(AgentFacingError):
     """A policy reply that meant to call a tool but cannot be executed."""
 
-    def __init__(self, message: str, *, kind: str) -> None:
+    def __init__(self, message: str, *, kind: FormatErrorKind) -> None:
         super().__init__(message)
-        self.kind = kind
+        self.kind: FormatErrorKind = kind

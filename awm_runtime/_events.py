@@ -20,6 +20,9 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True, slots=True)
 class Event:
+    """One thing that happened in an episode, as a row of events.jsonl: `name` is its kind, `fields()` its
+    columns. Sinks receive them as they happen."""
+
     name: ClassVar[str] = "event"
     episode_id: str
 
@@ -36,6 +39,8 @@ _FIELD_NAMES: dict[type, tuple[str, ...]] = {}
 
 @dataclass(frozen=True, slots=True)
 class EpisodeStarted(Event):
+    """An episode began: which arm, scenario, task and repeat it plays."""
+
     name: ClassVar[str] = "episode_started"
     arm: str = ""
     scenario: str = ""
@@ -45,6 +50,8 @@ class EpisodeStarted(Event):
 
 @dataclass(frozen=True, slots=True)
 class TurnEnded(Event):
+    """The policy finished one turn: the action it took, any format error, its time and tokens."""
+
     name: ClassVar[str] = "turn_ended"
     turn: int = 0
     action: str = ""
@@ -56,6 +63,8 @@ class TurnEnded(Event):
 
 @dataclass(frozen=True, slots=True)
 class ToolCalled(Event):
+    """A tool call reached the world: which tool, its status, whether it failed, how long it took."""
+
     name: ClassVar[str] = "tool_called"
     turn: int = 0
     tool: str = ""
@@ -66,6 +75,8 @@ class ToolCalled(Event):
 
 @dataclass(frozen=True, slots=True)
 class ExpertCalled(Event):
+    """The expert was asked: who answered, how long it took, and whether the budget granted it."""
+
     name: ClassVar[str] = "expert_called"
     turn: int = 0
     answered_by: str = ""
@@ -76,6 +87,8 @@ class ExpertCalled(Event):
 
 @dataclass(frozen=True, slots=True)
 class NudgeSent(Event):
+    """A nudge rule showed the agent a nudge on this turn."""
+
     name: ClassVar[str] = "nudge_sent"
     turn: int = 0
     rule: str = ""
@@ -83,6 +96,8 @@ class NudgeSent(Event):
 
 @dataclass(frozen=True, slots=True)
 class EpisodeEnded(Event):
+    """An episode finished; its record carries the outcome, reward and usage."""
+
     name: ClassVar[str] = "episode_ended"
     record: EpisodeRecord | None = field(default=None, compare=False)
 

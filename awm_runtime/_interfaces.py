@@ -13,6 +13,7 @@ from typing import Any, Protocol, runtime_checkable
 from awm_runtime._events import Event
 from awm_runtime._types import (
     EpisodeRecord,
+    FormatErrorKind,
     Message,
     ModelRef,
     Source,
@@ -50,7 +51,7 @@ class FinalAnswer:
 class Malformed:
     """A reply that meant to act but cannot be executed (a format error)."""
 
-    kind: str
+    kind: FormatErrorKind
     detail: str
 
 
@@ -76,7 +77,9 @@ class Policy(Protocol):
     """The agent: turns the transcript into the next action."""
 
     @property
-    def ref(self) -> ModelRef: ...
+    def ref(self) -> ModelRef:
+        """The model (or plug-in) that plays the agent, as recorded in the episode's record."""
+        ...
 
     def begin(self, task: Task, tools: Sequence[ToolSpec]) -> list[Message]:
         """The opening messages (system prompt and task) in this policy's protocol."""
@@ -110,6 +113,10 @@ class AdviceRequest:
 
 @dataclass(slots=True)
 class Advice:
+    """An expert's answer to one request: the text shown to the agent, who answered, and what it cost.
+
+    `fallback` is True when a stand-in answered instead (a human expert's deadline passed)."""
+
     text: str
     answered_by: str
     usage: Usage = field(default_factory=Usage)
@@ -118,10 +125,17 @@ class Advice:
 
 
 class Expert(Protocol):
-    @property
-    def ref(self) -> ModelRef: ...
+    """The helper an agent may ask (`ask_expert`): turns one AdviceRequest into Advice, whose usage and
+    latency the episode charges to its expert role."""
 
-    async def advise(self, request: AdviceRequest) -> Advice: ...
+    @property
+    def ref(self) -> ModelRef:
+        """The model (or plug-in) behind the advice, as recorded in the episode's record."""
+        ...
+
+    async def advise(self, request: AdviceRequest) -> Advice:
+        """Advice for `request`; safe to call concurrently for different episodes."""
+        ...
 
 
 @runtime_checkable
@@ -133,9 +147,13 @@ class Advisor(Protocol):
     """
 
     @property
-    def askable(self) -> bool: ...
+    def askable(self) -> bool:
+        """Whether the agent may also ask this expert (`ask_expert`) after its opening advice."""
+        ...
 
-    async def opening_advice(self, request: AdviceRequest) -> Advice | None: ...
+    async def opening_advice(self, request: AdviceRequest) -> Advice | None:
+        """The advice shown before turn 1, or None for nothing to say on this task."""
+        ...
 
 
 # --- world --------------------------------------------------------------------------------
@@ -145,26 +163,38 @@ class WorldSession(Protocol):
     """One episode's private world: its own DB copy, its tools, and its verifier."""
 
     @property
-    def tools(self) -> Sequence[ToolSpec]: ...
+    def tools(self) -> Sequence[ToolSpec]:
+        """The tools this episode may call, as offered to the policy."""
+        ...
 
-    async def call_tool(self, call: ToolCall) -> ToolResult: ...
+    async def call_tool(self, call: ToolCall) -> ToolResult:
+        """Run one tool call against this episode's own state; a tool that fails answers with an error result."""
+        ...
 
     async def verify(self, final_answer: str, messages: Sequence[Message]) -> Verdict:
         """Judge the final state. Called by the loop after the episode ends, never by the agent."""
         ...
 
-    async def close(self) -> None: ...
+    async def close(self) -> None:
+        """Release what the episode holds (its DB copy, a connection); the session is not used after."""
+        ...
 
 
 class World(Protocol):
     """A set of scenarios and their tasks, able to open a fresh session per episode."""
 
     @property
-    def name(self) -> str: ...
+    def name(self) -> str:
+        """The worlds' name as runs record it (e.g. `builtin`, a directory's name, a server spec)."""
+        ...
 
-    def tasks(self) -> Sequence[Task]: ...
+    def tasks(self) -> Sequence[Task]:
+        """Every task the worlds offer."""
+        ...
 
-    async def open(self, task: Task, *, episode_id: str) -> WorldSession: ...
+    async def open(self, task: Task, *, episode_id: str) -> WorldSession:
+        """A fresh session for one episode of `task`, isolated from every other episode's."""
+        ...
 
 
 # --- nudges, rewards, sinks ---------------------------------------------------------------
@@ -189,9 +219,13 @@ class NudgeRule(Protocol):
     """Looks at the last step and may return a nudge text to show the agent."""
 
     @property
-    def name(self) -> str: ...
+    def name(self) -> str:
+        """The rule's name, as recorded in nudge events (`on_error`, `on_stall`)."""
+        ...
 
-    def check(self, view: EpisodeView) -> str | None: ...
+    def check(self, view: EpisodeView) -> str | None:
+        """The nudge text to show the agent after this step, or None for no nudge."""
+        ...
 
 
 @runtime_checkable
@@ -199,16 +233,22 @@ class RewardShaper(Protocol):
     """Turns a finished record into a reward and its named components."""
 
     @property
-    def name(self) -> str: ...
+    def name(self) -> str:
+        """The shaper's name, as recorded with each reward."""
+        ...
 
-    def shape(self, record: EpisodeRecord) -> tuple[float, dict[str, Any]]: ...
+    def shape(self, record: EpisodeRecord) -> tuple[float, dict[str, Any]]:
+        """The reward of a finished episode's record, and its named components."""
+        ...
 
 
 @runtime_checkable
 class Sink(Protocol):
     """Consumes events. Must not block: file sinks hand work to a writer thread."""
 
-    def emit(self, event: Event) -> None: ...
+    def emit(self, event: Event) -> None:
+        """Take one event without blocking the episode (slow work goes to a thread of its own)."""
+        ...
 
 
 @runtime_checkable
@@ -219,6 +259,10 @@ class StoppingRule(Protocol):
     order. The scheduler knows nothing of statistics: it stops the run when this returns a reason,
     and writes `state()` into summary.json."""
 
-    def pair_finished(self, pair: Sequence[dict[str, Any]]) -> str | None: ...
+    def pair_finished(self, pair: Sequence[dict[str, Any]]) -> str | None:
+        """After one more finished pair: the reason to stop the run now, or None to go on."""
+        ...
 
-    def state(self) -> dict[str, Any]: ...
+    def state(self) -> dict[str, Any]:
+        """The test's state so far, as summary.json records it."""
+        ...

@@ -33,4 +33,19 @@ def get_logger(name: str) -> Any:
     return structlog.get_logger(name)
 
 
-__all__ = ["default_to_stderr", "get_logger"]
+def console_logging() -> None:
+    """Until a run directory takes over the event stream: warnings only, on stderr (stdout may be JSON)."""
+    import logging
+
+    import structlog
+
+    from awm_runtime._printable import escape_event
+
+    processors = [escape_event, *structlog.get_config()["processors"]]  # world text never drives the terminal
+    if any(p is escape_event for p in processors[1:]):
+        processors = processors[1:]
+    structlog.configure(logger_factory=structlog.PrintLoggerFactory(sys.stderr), processors=processors,
+                        wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
+
+
+__all__ = ["console_logging", "default_to_stderr", "get_logger"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Field
@@ -28,7 +28,12 @@ FormatErrorKind = Literal[
     "arguments_too_deep",
     "arguments_too_large",
 ]
-FORMAT_ERROR_KINDS: tuple[str, ...] = FormatErrorKind.__args__  # type: ignore[attr-defined]
+FORMAT_ERROR_KINDS: tuple[FormatErrorKind, ...] = get_args(FormatErrorKind)
+# The roles a model plays in a run; each has its own client, limits and usage (a message's role is `Role`).
+ModelRole = Literal["policy", "expert", "judge"]
+MODEL_ROLES: tuple[ModelRole, ...] = get_args(ModelRole)
+# An episode's identity in a run: (arm, scenario, task_idx, repeat), as EpisodeSpec.key and EpisodeRecord.key.
+EpisodeKey = tuple[str, str, int, int]
 VerdictResult = Literal[
     "complete",
     "incomplete",
@@ -214,7 +219,7 @@ class EpisodeSpec(_Model):
     fork: ForkSpec | None = None  # start from a checkpoint instead of a reset
 
     @property
-    def key(self) -> tuple[str, str, int, int]:
+    def key(self) -> EpisodeKey:
         return (self.arm, self.scenario, self.task_idx, self.repeat)
 
 
@@ -355,7 +360,7 @@ class EpisodeRecord(_Model):
     advantage: float | None = None
     group: GroupInfo | None = None
     worker: WorkerRef | None = None
-    replaced_chars: int = 0  # lone surrogates in the record's text written as U+FFFD (logs/_encodable.py)
+    replaced_chars: int = 0  # lone surrogates in the record's text written as U+FFFD (_encodable.py)
     tools_id: str | None = None  # the tool set offered to the policy: a line of the run's tools.jsonl
     # Forks (docs/forks.md): where this episode was forked from, {run, episode_id, turn, mode, repeat, ...}.
     fork: dict[str, Any] | None = None
@@ -367,7 +372,7 @@ class EpisodeRecord(_Model):
     tools: list[dict[str, Any]] | None = Field(default=None, exclude=True)
 
     @property
-    def key(self) -> tuple[str, str, int, int]:
+    def key(self) -> EpisodeKey:
         return (self.arm, self.scenario, self.task_idx, self.repeat)
 
     @property

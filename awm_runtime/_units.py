@@ -6,7 +6,7 @@ from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from awm_runtime._types import EpisodeRecord, EpisodeSpec
+from awm_runtime._types import EpisodeKey, EpisodeRecord, EpisodeSpec
 
 Finalize = Callable[[list[EpisodeRecord]], list[EpisodeRecord]]
 EpisodeRunner = Callable[[EpisodeSpec], Awaitable[EpisodeRecord]]
@@ -28,7 +28,7 @@ class Unit:
     play: Play | None = None
 
     @property
-    def keys(self) -> list[tuple[str, str, int, int]]:
+    def keys(self) -> list[EpisodeKey]:
         return [s.key for s in self.specs]
 
 
@@ -36,11 +36,17 @@ class Planner(Protocol):
     """Plans a run in stages: stage k+1 is drawn only after stage k has finished (adaptive groups)."""
 
     @property
-    def planned(self) -> int: ...
+    def planned(self) -> int:
+        """How many episodes the plan holds so far (grows as stages are drawn)."""
+        ...
 
     def observe(self, record: dict[str, Any]) -> None:
         """A record already in the run directory (resume)."""
 
-    def stages(self) -> Iterator[Iterable[Unit]]: ...
+    def stages(self) -> Iterator[Iterable[Unit]]:
+        """The plan's stages in order; the next is drawn only after the previous one's episodes finished."""
+        ...
 
-    def summary(self) -> dict[str, Any]: ...
+    def summary(self) -> dict[str, Any]:
+        """What the plan adds to summary.json (e.g. groups drawn and why they stopped)."""
+        ...

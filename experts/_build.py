@@ -20,7 +20,7 @@ from awm_runtime.experts._web import WebDesk
 
 if TYPE_CHECKING:
     from awm_runtime._build import BuildContext
-    from awm_runtime.worlds._format import VerifierDef
+    from awm_runtime.worlds import VerifierDef
 
 
 def build_llm_expert(alias: str, ctx: BuildContext) -> LLMExpert:

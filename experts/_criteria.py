@@ -26,7 +26,7 @@ from awm_runtime._types import Task, Usage
 from awm_runtime.models import ModelClient
 
 if TYPE_CHECKING:
-    from awm_runtime.worlds._format import VerifierDef
+    from awm_runtime.worlds import VerifierDef
 
 log = structlog.get_logger("awm_runtime.experts")
 

@@ -11,8 +11,7 @@ from awm_runtime._interfaces import Advice, AdviceRequest
 from awm_runtime._prompts import render
 from awm_runtime._types import ModelRef, ToolSpec, Usage
 from awm_runtime.experts._criteria import CriteriaStore
-from awm_runtime.models import ModelClient
-from awm_runtime.models._reasoning import exhausted
+from awm_runtime.models import ModelClient, exhausted
 from awm_runtime.policies.protocols import loads_lenient
 
 PLAN_KEYS = ("plan", "tips", "success_state")

@@ -8,9 +8,16 @@ from typing import Any
 
 from awm_runtime._interfaces import PolicyTurn
 from awm_runtime._types import Message, ModelRef, Source, Task, ToolSpec
-from awm_runtime.models import ModelClient
-from awm_runtime.models._reasoning import modify_params_on, reasoning_params, state_for, state_missing, warn_once
-from awm_runtime.models._tito import delta_ids, with_sequence
+from awm_runtime.models import (
+    ModelClient,
+    delta_ids,
+    modify_params_on,
+    reasoning_params,
+    state_for,
+    state_missing,
+    warn_once,
+    with_sequence,
+)
 from awm_runtime.policies.protocols import ToolProtocol
 from awm_runtime.policies.protocols._carry import MAX_ARGUMENT_BYTES, ArgumentLimits
 

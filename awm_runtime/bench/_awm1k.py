@@ -60,8 +60,8 @@ def _ensure_set(args: argparse.Namespace, tmp: Path) -> tuple[Path, dict[str, An
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     from awm_runtime import RunConfig
+    from awm_runtime._log import console_logging
     from awm_runtime.bench._procs import ProcessSampler
-    from awm_runtime.cli._common import console_logging
     from awm_runtime.scheduler import RunProgress, prepare
     from awm_runtime.scheduler import run as run_episodes
     from awm_runtime.worlds import AwmWorld
@@ -81,7 +81,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         world = prep.world
         assert isinstance(world, AwmWorld)  # a directory: the local engine
         if args.model_path == "litellm":  # the old path of awm-run's sim/ aliases, for comparison
-            from awm_runtime.models._transport import IN_PROCESS
+            from awm_runtime.models import IN_PROCESS
 
             for client in prep.ctx.clients.values():
                 if client.config.simulated:

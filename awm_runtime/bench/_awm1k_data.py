@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from awm_runtime.worlds._format import SOLUTIONS_FILE
+from awm_runtime.worlds import SOLUTIONS_FILE
 
 STEMS = ("gen_scenario", "gen_tasks", "gen_db", "gen_sample", "gen_envs", "gen_verifier.pure_code", "gen_verifier",
          "gen_spec")

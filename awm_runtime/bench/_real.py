@@ -41,10 +41,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     from awm_runtime import RunConfig
-    from awm_runtime.models._local import local_servers
-    from awm_runtime.scheduler import prepare
+    from awm_runtime.models import local_servers
+    from awm_runtime.scheduler import cpu_s, prepare
     from awm_runtime.scheduler import run as run_episodes
-    from awm_runtime.scheduler._control import cpu_s
 
     out = args.out or Path(tempfile.mkdtemp(prefix="awm-bench-real-")) / "run"
     config = RunConfig(policy=args.policy, expert="none", worlds=args.worlds, config_path=args.config,

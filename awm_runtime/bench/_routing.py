@@ -89,7 +89,7 @@ def _proc_cpu_s(pid: int) -> float:
 
 def _children_cpu_s() -> float:
     """CPU of our model-call processes (live children other than the server)."""
-    from awm_runtime.models._call_procs import call_proc_pids
+    from awm_runtime.models import call_proc_pids
 
     return sum(_proc_cpu_s(pid) for pid in call_proc_pids())
 
@@ -232,8 +232,7 @@ def _loads(specs: list[str] | None) -> list[tuple[int, float]]:
 
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
-    from awm_runtime.models import shutdown, start_call_procs
-    from awm_runtime.models._call_procs import auto_procs
+    from awm_runtime.models import auto_procs, shutdown, start_call_procs
 
     os.environ[KEY_ENV] = KEY
     procs = auto_procs() if args.model_procs is None else args.model_procs

@@ -109,7 +109,7 @@ def _steady(samples: list[dict[str, float]], n: int,
 
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
-    from awm_runtime.scheduler._fds import raise_open_files
+    from awm_runtime.scheduler import raise_open_files
 
     n, latency = args.episodes, args.latency
     if (low := raise_open_files(n)) is not None:  # the model server, started below, inherits the limit
@@ -175,9 +175,8 @@ async def _measure(prep: Any, server_pid: int | None) -> tuple[dict[str, Any], l
                                                                 dict[str, float]]:
     """Run `prep` while sampling progress, in-flight episodes and RSS; CPU seconds by process kind."""
     from awm_runtime.bench._scale_peaks import Peaks
-    from awm_runtime.scheduler import RunProgress
+    from awm_runtime.scheduler import RunProgress, cpu_s, rss_mib
     from awm_runtime.scheduler import run as run_episodes
-    from awm_runtime.scheduler._control import cpu_s, rss_mib
 
     progress = RunProgress()
     samples: list[dict[str, float]] = []

@@ -17,8 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from awm_runtime._types import ToolCall
-from awm_runtime.worlds import AwmWorld, WorldOptions, load_local_worlds
-from awm_runtime.worlds._pack import merge_rows, scenario_rows, write_dataset
+from awm_runtime.worlds import AwmWorld, WorldOptions, load_local_worlds, merge_rows, scenario_rows, write_dataset
 
 SLOW_APP = '''import os, time
 from fastapi import FastAPI
@@ -126,7 +125,7 @@ async def _figure(args: argparse.Namespace, data: Path, tool: str, n: int, timeo
 
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
-    from awm_runtime.cli._common import console_logging
+    from awm_runtime._log import console_logging
 
     console_logging()
     from awm_runtime.isolation import require

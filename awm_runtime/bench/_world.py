@@ -148,7 +148,7 @@ async def _crash_isolation(world: AwmWorld, n: int = 16) -> dict[str, Any]:
 
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
-    from awm_runtime.cli._common import console_logging
+    from awm_runtime._log import console_logging
 
     console_logging()  # stdout carries the JSON result
     from awm_runtime.isolation import require

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from awm_runtime.worlds._pack import merge_rows, scenario_rows, write_dataset
+from awm_runtime.worlds import merge_rows, scenario_rows, write_dataset
 
 NAMES = ["projects", "tasks", "comments", "labels", "milestones", "teams", "members", "invoices", "payments",
          "customers", "orders", "products", "shipments", "tickets", "articles", "events", "venues", "bookings",

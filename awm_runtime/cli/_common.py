@@ -24,7 +24,7 @@ def fail(message: str, prog: str) -> NoReturn:
 
 def disk_mib(text: str) -> int:
     """`--world-disk-mib`: a scenario's disk quota in MiB, at least MIN_DISK_MIB."""
-    from awm_runtime.worlds._world import MIN_DISK_MIB
+    from awm_runtime.worlds import MIN_DISK_MIB
 
     try:
         value = int(text)
@@ -48,23 +48,10 @@ class Parser(argparse.ArgumentParser):
         raise SystemExit(EXIT_CONFIG)
 
 
-def console_logging() -> None:
-    """Until a run directory takes over the event stream: warnings only, on stderr (stdout may be JSON)."""
-    import logging
-
-    import structlog
-
-    from awm_runtime._printable import escape_event
-
-    processors = [escape_event, *structlog.get_config()["processors"]]  # world text never drives the terminal
-    if any(p is escape_event for p in processors[1:]):
-        processors = processors[1:]
-    structlog.configure(logger_factory=structlog.PrintLoggerFactory(sys.stderr), processors=processors,
-                        wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
-
-
 def guarded(prog: str, main: Callable[[], int]) -> int:
     """Run a CLI command: logs to stderr (stdout may be JSON), bad input as one line and exit 2."""
+    from awm_runtime._log import console_logging
+
     console_logging()
     from awm_runtime.isolation import mark_private
 

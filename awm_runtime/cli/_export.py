@@ -85,7 +85,7 @@ def _lines(args: argparse.Namespace, stats: Any, rollouts: Callable[[dict[str, A
     if args.fmt == "atif":
         return atif(rows, stats, source)
     if args.fmt in ("fork-pairs", "ask-labels"):
-        from awm_runtime.export._forks import ask_labels, fork_pairs
+        from awm_runtime.export import ask_labels, fork_pairs
 
         arms = set(args.arms) if args.arms else None
 
@@ -137,8 +137,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
 
     def go() -> int:
-        from awm_runtime.export import ExportStats, open_run
-        from awm_runtime.export._rows import drop_reasoning
+        from awm_runtime.export import ExportStats, drop_reasoning, open_run
 
         stats = ExportStats()
         side = rollouts_path(args)

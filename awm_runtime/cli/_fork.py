@@ -77,9 +77,9 @@ def build(args: argparse.Namespace) -> tuple[Any, Any, dict[str, Any]]:
     """The fork run's config and planner, and the plan's arguments."""
     from awm_runtime._config import RunConfig
     from awm_runtime.logs import read_manifest
-    from awm_runtime.logs._trust import check_manifest
-    from awm_runtime.scheduler._forks import (
+    from awm_runtime.scheduler import (
         ForkPlanner,
+        check_manifest,
         fork_arms,
         fork_config,
         parse_filter,

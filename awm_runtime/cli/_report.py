@@ -34,7 +34,7 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         from rich.console import Console
 
-        from awm_runtime.report._compare import load_report, print_report, report_json
+        from awm_runtime.report import load_report, print_report, report_json
 
         report = load_report(args.runs, args.arms)  # the same engine as --html: the same numbers
         if args.json:

@@ -64,7 +64,7 @@ def _resumed_config(args: argparse.Namespace) -> dict[str, Any]:
         config = dict(stored.get("config") or {})
     except (OSError, ValueError, AttributeError) as exc:
         raise ConfigError(f"--resume: {manifest} is unreadable ({exc})") from None
-    from awm_runtime.logs._trust import check_manifest, own_models
+    from awm_runtime.scheduler import check_manifest, own_models
 
     restated = {k for k, v in vars(args).items() if v is not None}
     check_manifest("--resume: ", manifest.parent, stored, trusted=args.trust_manifest, restated=restated,
@@ -80,9 +80,15 @@ def main(argv: list[str] | None = None) -> int:
 
         from awm_runtime.cli._live import LiveView
         from awm_runtime.report import economics_table, paired_table, sequential_text, summary_table
-        from awm_runtime.scheduler import RunControl, RunProgress, prepare, run
-        from awm_runtime.scheduler._admission import endpoint_gates, gate_notes
-        from awm_runtime.scheduler._fds import raise_open_files
+        from awm_runtime.scheduler import (
+            RunControl,
+            RunProgress,
+            endpoint_gates,
+            gate_notes,
+            prepare,
+            raise_open_files,
+            run,
+        )
 
         config = _config(args)
         if (low := raise_open_files(config.concurrency)) is not None:

@@ -165,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     if args.stdio and args.mcp:
         parser().error("--stdio serves one scenario on stdin/stdout; --mcp is for the HTTP server")
-    from awm_runtime.serve._origin import normalize_origin
+    from awm_runtime.serve import normalize_origin
 
     for origin in args.allow_origin:
         try:

@@ -30,8 +30,7 @@ def main(argv: list[str] | None = None) -> int:
 
     def go() -> int:
         from awm_runtime.logs import EPISODES, MANIFEST
-        from awm_runtime.view import serve
-        from awm_runtime.view._serve import is_loopback
+        from awm_runtime.view import is_loopback, serve
 
         run: Path = args.run
         if not run.is_dir():

@@ -95,9 +95,15 @@ async def _run_check(args: argparse.Namespace) -> dict[str, Any]:
     import sys
 
     from awm_runtime.isolation import require
-    from awm_runtime.scheduler._plan import scenario_matches, select_tasks
-    from awm_runtime.worlds import WorldOptions, load_local_worlds
-    from awm_runtime.worlds._check import check_tasks, parse_verifiers, scenario_report, spec_problems
+    from awm_runtime.scheduler import scenario_matches, select_tasks
+    from awm_runtime.worlds import (
+        WorldOptions,
+        check_tasks,
+        load_local_worlds,
+        parse_verifiers,
+        scenario_report,
+        spec_problems,
+    )
 
     containment = require(args.unsafe_no_sandbox)
     print(f"awm-worlds: containment: {containment.statement}", file=sys.stderr)
@@ -128,8 +134,7 @@ async def _run_check(args: argparse.Namespace) -> dict[str, Any]:
 async def _judge(args: argparse.Namespace) -> Any:
     from awm_runtime._build import BuildContext
     from awm_runtime._errors import ConfigError
-    from awm_runtime.models import load_registry
-    from awm_runtime.models._preflight import preflight
+    from awm_runtime.models import load_registry, preflight
     from awm_runtime.verifiers import Judge
 
     if not args.judge:

@@ -60,7 +60,7 @@ from awm_runtime.episode._advice import summarize_trajectory
 from awm_runtime.episode._outcome import Ending
 from awm_runtime.episode._state import EpisodeState
 from awm_runtime.episode._tools import ASK_EXPERT, ask_expert_spec, tool_listing
-from awm_runtime.logs._redact import scrub_secrets
+from awm_runtime.logs import scrub_secrets
 
 log = get_logger("awm_runtime.episode")
 
@@ -76,6 +76,9 @@ class ExpertBudget:
 
 @dataclass(frozen=True, slots=True)
 class EpisodeLimits:
+    """When an episode stops on its own: after `max_turns` policy turns, after `timeout_s` seconds (None: no
+    limit), or at the first format error with `on_format_error="end"`; and how often the expert may be asked."""
+
     max_turns: int = 20
     timeout_s: float | None = 900.0
     on_format_error: Literal["continue", "end"] = "continue"

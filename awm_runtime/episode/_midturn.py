@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from awm_runtime._interfaces import Action, Advice, CallTool, FinalAnswer, ListTools, Malformed, PolicyTurn
-from awm_runtime._types import Message, ToolCall, Usage
+from awm_runtime._types import FormatErrorKind, Message, ToolCall, Usage
 
 REPLY = "reply.json"  # one per episode, replaced each turn
 
@@ -76,7 +76,7 @@ def _decode_action(data: dict[str, Any]) -> Action:
         return ListTools()
     if kind == "final_answer":
         return FinalAnswer(str(data.get("text", "")))
-    return Malformed(str(data.get("kind", "")), str(data.get("detail", "")))
+    return Malformed(cast(FormatErrorKind, str(data.get("kind", ""))), str(data.get("detail", "")))
 
 
 def saved_policy_turn(pt: PolicyTurn) -> SavedPolicyTurn:

@@ -19,12 +19,32 @@ from awm_runtime.export._read import (
     records,
     run_source,
 )
-from awm_runtime.export._rows import trl_message, trl_messages
+from awm_runtime.export._rows import drop_reasoning, trl_message, trl_messages
 from awm_runtime.export._sft import sft
 
 FORMATS = ("sft", "grpo", "pairs", "atif", "fork-pairs", "ask-labels")
 
-__all__ = ["FORMATS", "ExportStats", "RunSource", "action_of", "arm_protocols", "ask_labels", "atif", "followed",
-           "fork_pairs", "grpo",
-           "guess_protocol", "is_target", "open_run", "pairs", "records", "run_source", "sft", "trajectory",
-           "trl_message", "trl_messages", "validate"]
+__all__ = [
+    "FORMATS",
+    "ExportStats",
+    "RunSource",
+    "action_of",
+    "arm_protocols",
+    "ask_labels",
+    "atif",
+    "drop_reasoning",
+    "followed",
+    "fork_pairs",
+    "grpo",
+    "guess_protocol",
+    "is_target",
+    "open_run",
+    "pairs",
+    "records",
+    "run_source",
+    "sft",
+    "trajectory",
+    "trl_message",
+    "trl_messages",
+    "validate",
+]

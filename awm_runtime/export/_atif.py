@@ -16,7 +16,7 @@ from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from typing import Any
 
-from awm_runtime import __version__
+from awm_runtime._version import __version__
 from awm_runtime.export._read import ExportStats, RunSource, action_of
 from awm_runtime.policies.protocols import loads_lenient
 

@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from awm_runtime.export._read import ExportStats, RunSource
 from awm_runtime.export._rows import tools_columns, trl_messages
-from awm_runtime.report._forks import ForkStats
+from awm_runtime.report import ForkStats
 
 StateKey = tuple[str, int]
 Records = Callable[[], Iterable[dict[str, Any]]]

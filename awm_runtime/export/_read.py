@@ -64,7 +64,7 @@ def run_source(run: Path) -> RunSource:
 
 def arm_protocols(manifest: dict[str, Any]) -> dict[str, str]:
     """arm -> protocol of its policy alias, from the definitions the run stored (its manifest's `arms`), else the
-    built-in aliases; arms it cannot resolve are left out. No file the manifest names is read (logs/_trust.py)."""
+    built-in aliases; arms it cannot resolve are left out. No file the manifest names is read (scheduler/_trust.py)."""
     from awm_runtime.models import load_registry
 
     registry = load_registry(None)

@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 
 from awm_runtime._errors import ConfigError, ModelError
-from awm_runtime.models._tokens import TokenDataError, checked_ids
+from awm_runtime.models import TokenDataError, checked_ids
 
 
 def server_root(api_base: str | None) -> str:

@@ -101,9 +101,7 @@ class Rollouts:
     async def _start(self, out: Path | None) -> None:
         from awm_runtime.logs import RunDirWriter
         from awm_runtime.policies import ChatPolicy
-        from awm_runtime.scheduler import prepare
-        from awm_runtime.scheduler._control import RunControl
-        from awm_runtime.scheduler._episode_pool import EpisodePool
+        from awm_runtime.scheduler import EpisodePool, RunControl, prepare
 
         if len(self.config.arm_list()) != 1:
             raise ConfigError("rollouts play one arm: drop --arm (the expert/solo mix is expert_ratio)")
@@ -308,7 +306,7 @@ class Rollouts:
 
 async def check_tito(config: ModelConfig) -> None:
     """One line, before any episode, when the policy's engine cannot take token-id prompts."""
-    from awm_runtime.models._tito import engine_kind
+    from awm_runtime.models import engine_kind
 
     key = os.environ.get(config.api_key_env or "", "") or None
     if not config.api_base or not await engine_kind(config.api_base, config.model, key):

@@ -31,6 +31,13 @@ from awm_runtime.isolation._frames import (
     read_frame_fd,
     write_all,
 )
+from awm_runtime.isolation._mounts import (
+    enter_mount_namespace,
+    join_namespaces,
+    mount_quota,
+    namespace_fds,
+    resize_quota,
+)
 
 __all__ = [
     "HEADER",
@@ -44,10 +51,14 @@ __all__ = [
     "decode",
     "die_with_parent",
     "encode",
+    "enter_mount_namespace",
     "enter_namespaces",
     "interpreter_paths",
+    "join_namespaces",
     "kill_process",
     "mark_private",
+    "mount_quota",
+    "namespace_fds",
     "narrow",
     "prepare",
     "probe",
@@ -56,6 +67,7 @@ __all__ = [
     "read_frame",
     "read_frame_fd",
     "require",
+    "resize_quota",
     "scrubbed_env",
     "signal_process",
     "stop_process",

@@ -163,14 +163,12 @@ def interpreter_paths() -> tuple[str, ...]:
     """What an already-started Python process reads to import a module: the standard library,
     site-packages, this package's folders (editable installs map them elsewhere), system libraries
     and time zones. Not the repository root, not $HOME: a project may keep a .env beside its code."""
-    import awm_runtime
-
     paths = {sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib", "platlib")}
     # sys.path entries that hold installed code; a project root on sys.path (PYTHONPATH, old editable
     # installs) is left out: this package's own folders are added below.
     paths |= {p for p in sys.path if os.path.isdir(p) and
               (p.endswith(("site-packages", "dist-packages", "lib-dynload")) or p.startswith(sys.base_prefix))}
-    paths |= {os.path.realpath(p) for p in awm_runtime.__path__}
+    paths.add(os.path.realpath(os.path.dirname(os.path.dirname(__file__))))  # the awm_runtime folder
     for sub in ("policies", "experts", "prompts"):  # installed inside the package from the repo's top level
         spec = importlib.util.find_spec(f"awm_runtime.{sub}")
         if spec is not None:

@@ -21,10 +21,10 @@ from typing import Any
 
 import orjson
 
+from awm_runtime._encodable import dumps_encodable, encodable
 from awm_runtime._errors import AwmError
 from awm_runtime._log import get_logger
-from awm_runtime._types import EpisodeRecord
-from awm_runtime.logs._encodable import dumps_encodable, encodable
+from awm_runtime._types import EpisodeKey, EpisodeRecord
 from awm_runtime.logs._redact import scrub_bytes
 
 log = get_logger("awm_runtime.logs")
@@ -32,7 +32,6 @@ log = get_logger("awm_runtime.logs")
 MANIFEST, EVENTS, EPISODES, SUMMARY = "manifest.json", "events.jsonl", "episodes.jsonl", "summary.json"
 TOOLS = "tools.jsonl"
 ToolSets = dict[str, list[dict[str, Any]]]
-EpisodeKey = tuple[str, str, int, int]
 
 
 def record_line(record: EpisodeRecord) -> bytes:

@@ -16,7 +16,7 @@ from typing import IO, Any
 import structlog
 from structlog.typing import EventDict
 
-from awm_runtime.logs._encodable import dumps_encodable, encodable_text
+from awm_runtime._encodable import dumps_encodable, encodable_text
 from awm_runtime.logs._redact import Redactor, scrub_bytes
 
 FLUSH_BYTES = 1 << 16

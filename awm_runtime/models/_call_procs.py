@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from awm_runtime._encodable import dumps_encodable
 from awm_runtime.isolation import kill_process
-from awm_runtime.logs._encodable import dumps_encodable
 from awm_runtime.models._exceptions import AttemptError
 from awm_runtime.models._local import stop_local_servers
 from awm_runtime.models._reply import ModelReply

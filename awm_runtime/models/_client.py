@@ -12,6 +12,7 @@ from awm_runtime import _events
 from awm_runtime._errors import ModelError
 from awm_runtime._log import get_logger
 from awm_runtime._slices import loop_slice
+from awm_runtime._types import ModelRole
 from awm_runtime.models._exceptions import AttemptError
 from awm_runtime.models._limits import EndpointLimiter, limiter_for
 from awm_runtime.models._pricing import Prices, prices_for
@@ -36,7 +37,7 @@ def estimate_tokens(messages: list[dict[str, Any]], params: dict[str, Any]) -> i
 class ModelClient:
     """Calls one alias on behalf of one role (policy, expert or judge)."""
 
-    def __init__(self, config: ModelConfig, role: str, *, transport: Transport | None = None) -> None:
+    def __init__(self, config: ModelConfig, role: ModelRole, *, transport: Transport | None = None) -> None:
         self.role = role
         self._use(config)
         self.retry_policy = RetryPolicy.of(config)

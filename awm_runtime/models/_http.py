@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 
-from awm_runtime.logs._encodable import dumps_encodable
+from awm_runtime._encodable import dumps_encodable
 from awm_runtime.models._exceptions import AttemptError, kind_for_status, parse_retry_after
 from awm_runtime.models._reply import ModelReply, to_reply
 from awm_runtime.models._route import Route

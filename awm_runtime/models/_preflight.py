@@ -12,6 +12,7 @@ from typing import Any, Literal
 import httpx
 
 from awm_runtime._errors import ConfigError
+from awm_runtime._types import ModelRole
 from awm_runtime.models._exceptions import AttemptError
 from awm_runtime.models._reasoning import exhausted, log, reasoning_params
 from awm_runtime.models._registry import ModelConfig, toml_table
@@ -30,7 +31,7 @@ class _Use:
 
     def __init__(self, config: ModelConfig) -> None:
         self.config = config
-        self.roles: list[str] = []
+        self.roles: list[ModelRole] = []
 
     @property
     def label(self) -> str:
@@ -169,7 +170,7 @@ async def _tito_problem(use: _Use, timeout_s: float) -> str | None:
             f"and {cfg.api_base or cfg.model} is neither (a hosted API cannot); drop tito from {toml_table(cfg.alias)}")
 
 
-async def preflight(roles: Iterable[tuple[str, ModelConfig]], *, mode: PreflightMode = "full",
+async def preflight(roles: Iterable[tuple[ModelRole, ModelConfig]], *, mode: PreflightMode = "full",
                     timeout_s: float = 10.0, alongside: Coroutine[Any, Any, None] | None = None) -> None:
     """Raise one ConfigError listing every problem, one line each, or return if all is well.
 

@@ -12,6 +12,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from awm_runtime._errors import ConfigError
+from awm_runtime._types import MODEL_ROLES, ModelRole
 
 Protocol = Literal["native", "awm", "hermes"]
 
@@ -156,7 +157,7 @@ BUILTIN_ALIASES: dict[str, dict[str, Any]] = {
 }
 
 
-ROLES = ("policy", "expert", "judge")
+ROLES = MODEL_ROLES
 # What `--<role>-base/-model/-key-env` may change: where a role's calls go, never its limits.
 ROLE_OVERRIDES = {"base": "api_base", "model": "model", "key_env": "api_key_env"}
 
@@ -202,7 +203,7 @@ class ModelRegistry:
             aliases[alias] = _validated(alias, fields, "manifest.json")
         return ModelRegistry(aliases, self.source, self._role_overrides)
 
-    def with_role_overrides(self, role: str, **changes: str | None) -> ModelRegistry:
+    def with_role_overrides(self, role: ModelRole, **changes: str | None) -> ModelRegistry:
         """A copy where every alias `role` uses is sent elsewhere: api_base, model and/or api_key_env
         (the `--policy-base URL` kind of flag). Other roles using the same alias are unaffected."""
         if role not in ROLES:
@@ -213,7 +214,7 @@ class ModelRegistry:
         overrides = {**self._role_overrides, role: {**self._role_overrides.get(role, {}), **given}}
         return ModelRegistry(self._aliases, self.source, overrides)
 
-    def resolve(self, alias: str, role: str) -> ModelConfig:
+    def resolve(self, alias: str, role: ModelRole) -> ModelConfig:
         """The config `role` uses for `alias`: the alias, with that role's overrides applied."""
         config = self.get(alias)
         changes = self._role_overrides.get(role)

@@ -6,6 +6,7 @@ import os
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from awm_runtime._types import ModelRole
 from awm_runtime.models._reply import ModelReply
 
 
@@ -13,7 +14,7 @@ from awm_runtime.models._reply import ModelReply
 class Route:
     """Where one role's calls go. The key stays in the environment; only its variable's name travels."""
 
-    role: str
+    role: ModelRole
     alias: str
     model: str
     api_base: str | None
@@ -27,6 +28,9 @@ class Route:
 
 
 class Transport(Protocol):
+    """How one model call goes over the wire (litellm, our direct HTTP, or an in-process call): one attempt
+    per call, retries and limits are the client's."""
+
     async def attempt(self, route: Route, messages: list[dict[str, Any]], params: dict[str, Any],
                       timeout_s: float) -> ModelReply:
         """One HTTP attempt; raises AttemptError (classified, redacted) on any failure."""

@@ -6,7 +6,7 @@ import asyncio
 import time
 from typing import Any
 
-from awm_runtime.logs._encodable import encodable
+from awm_runtime._encodable import encodable
 from awm_runtime.models._exceptions import AttemptError, to_attempt_error
 from awm_runtime.models._http import DIRECT_HTTP
 from awm_runtime.models._litellm import litellm

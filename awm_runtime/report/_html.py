@@ -209,7 +209,7 @@ def _sequential(runs: Sequence[RunData]) -> str:
 
 
 def render(runs: Sequence[RunData], comparison: dict[str, Any] | None) -> str:
-    from awm_runtime import __version__
+    from awm_runtime._version import __version__
 
     sections = [_warnings(runs), _sequential(runs), _completion(runs), paired_section(runs, comparison),
                 economics_section(runs), _heatmap(runs), _expert(runs), _distributions(runs), _format_errors(runs),

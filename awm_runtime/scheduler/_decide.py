@@ -14,8 +14,7 @@ from awm_runtime._errors import ConfigError
 from awm_runtime._interfaces import StoppingRule
 from awm_runtime._types import EpisodeRecord
 from awm_runtime._units import Unit
-from awm_runtime.report import RunStats, summary_fields
-from awm_runtime.report._economics import priced
+from awm_runtime.report import RunStats, priced, summary_fields
 from awm_runtime.scheduler._control import RunControl
 
 PairKey = tuple[str, int, int, int]

@@ -21,11 +21,8 @@ from awm_runtime._gc import tuned_collector
 from awm_runtime._interfaces import Sink, WorldSession
 from awm_runtime._log import get_logger
 from awm_runtime._slices import LoopSlices, loop_slice, sharing_loop
-from awm_runtime._types import EpisodeRecord, EpisodeSpec, ErrorInfo, Task, WorkerRef
-from awm_runtime.episode import Harness, run_episode
-from awm_runtime.episode._checkpoint_store import Checkpointer
-from awm_runtime.episode._fork import EpisodeHook, wrap_session
-from awm_runtime.episode._outcome import ending_for, error_info
+from awm_runtime._types import EpisodeKey, EpisodeRecord, EpisodeSpec, ErrorInfo, Task, WorkerRef
+from awm_runtime.episode import Checkpointer, EpisodeHook, Harness, ending_for, error_info, run_episode, wrap_session
 from awm_runtime.scheduler._admission import endpoint_gates, gate_semaphores
 from awm_runtime.scheduler._control import RunControl, must_finish
 
@@ -56,7 +53,7 @@ class EpisodePool:
         self.control = control
         self.in_flight = 0
         self.cancelled = 0  # episodes cancelled in flight (not recorded)
-        self.unrecorded: list[tuple[str, str, int, int]] = []  # finished, but no record could be written
+        self.unrecorded: list[EpisodeKey] = []  # finished, but no record could be written
         self._slots = asyncio.Semaphore(concurrency)
         self.slices = LoopSlices()
         # Episodes of an arm whose endpoint cannot serve `concurrency` at once wait here, before they start.

@@ -17,8 +17,7 @@ import httpx
 from awm_runtime._errors import ConfigError, WorldError
 from awm_runtime._types import Task
 from awm_runtime.episode import Harness, offered_tools
-from awm_runtime.models._registry import ModelConfig
-from awm_runtime.models._serving import Count, ServerFacts, count_prompt, read_facts, tools_problem
+from awm_runtime.models import Count, ModelConfig, ServerFacts, count_prompt, read_facts, tools_problem
 from awm_runtime.policies import ChatPolicy
 from awm_runtime.worlds import AwmWorld, RunWorld
 

@@ -19,12 +19,12 @@ import orjson
 from awm_runtime._config import ARM_KEYS, ArmConfig, RunConfig, parse_arm
 from awm_runtime._errors import ConfigError
 from awm_runtime._seeds import episode_seed
-from awm_runtime._types import EpisodeSpec, ForkSpec
+from awm_runtime._types import EpisodeKey, EpisodeSpec, ForkSpec
 from awm_runtime._units import Unit
-from awm_runtime.episode._checkpoint import CHECKPOINTS, INDEX
+from awm_runtime.episode import CHECKPOINTS, INDEX
 from awm_runtime.scheduler._plan import parse_task_spec
 
-Key = tuple[str, str, int, int]
+Key = EpisodeKey
 ForkMode = Literal["continue", "ask", "solo"]
 FILTER_KEYS = ("arm", "scenario", "tasks", "outcome", "episode")
 FORK_MODES: tuple[ForkMode, ...] = ("ask", "solo", "continue")  # also the built-in arm names

@@ -11,10 +11,10 @@ from pathlib import Path
 from typing import Any
 
 from awm_runtime._config import RunConfig
-from awm_runtime.logs._trust import seal
 from awm_runtime.scheduler._prepare import PreparedRun
 from awm_runtime.scheduler._resume import ModelTable, model_table
-from awm_runtime.worlds._hub import snapshot_commit
+from awm_runtime.scheduler._trust import seal
+from awm_runtime.worlds import snapshot_commit
 
 
 def _versions() -> dict[str, str]:
@@ -54,5 +54,5 @@ def manifest(config: RunConfig, prep: PreparedRun, run_id: str, shards: int,
         "host": {"cpus": os.cpu_count(), "platform": platform.platform()},
         "sessions": [*(previous or {}).get("sessions", []), session],
     }
-    out["seal"] = seal(out)  # this user, this machine: logs/_trust.py
+    out["seal"] = seal(out)  # this user, this machine: scheduler/_trust.py
     return out

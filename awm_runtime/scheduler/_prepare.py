@@ -9,19 +9,26 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from awm_runtime._build import BuildContext, build_expert, build_nudges, build_policy, build_shaper
+from awm_runtime._build import BuildContext, assemble_harness
 from awm_runtime._config import RunConfig
 from awm_runtime._errors import ConfigError
 from awm_runtime._log import get_logger
 from awm_runtime._prompts import use_prompts
-from awm_runtime._types import EpisodeSpec, ForkSpec, Task
+from awm_runtime._types import EpisodeKey, EpisodeSpec, ForkSpec, Task
 from awm_runtime._units import Planner, Unit
 from awm_runtime.episode import EpisodeLimits, ExpertBudget, Harness
 from awm_runtime.isolation import Containment, require
 from awm_runtime.logs import register_secrets
-from awm_runtime.models import ModelRegistry, apply_routes, load_registry, preflight, shutdown, start_call_procs
-from awm_runtime.models._local import start_local_servers
-from awm_runtime.models._transport import IN_PROCESS
+from awm_runtime.models import (
+    IN_PROCESS,
+    ModelRegistry,
+    apply_routes,
+    load_registry,
+    preflight,
+    shutdown,
+    start_call_procs,
+    start_local_servers,
+)
 from awm_runtime.scheduler._fit import check_fit
 from awm_runtime.scheduler._outdir import out_dir
 from awm_runtime.scheduler._plan import order_tasks, plan_episodes, plan_shuffled, select_tasks, split
@@ -31,16 +38,29 @@ from awm_runtime.worlds import (
     AwmWorld,
     RemoteWorld,
     RunWorld,
+    WorldOptions,
+    in_flight_by_scenario,
     is_remote,
     load_split,
     load_worlds,
-    remote_options,
     trivial_tasks,
-    world_options,
 )
-from awm_runtime.worlds._disk import in_flight_by_scenario
 
 log = get_logger("awm_runtime.scheduler")
+
+
+def remote_options(config: RunConfig) -> dict[str, Any]:
+    """The MCP-world settings of a run (RemoteOptions fields); stdio servers log into the run directory."""
+    return {"world_env": config.world_env, "scenario_name": config.scenario_name, "log_dir": config.out,
+            "reset_tool": config.world_reset_tool, "spares": config.world_spares}
+
+
+def world_options(config: RunConfig) -> WorldOptions:
+    """The world settings of a run."""
+    return WorldOptions(verifier=config.verifier, foreign_keys=config.foreign_keys,
+                        tool_timeout_s=config.tool_timeout_s, workers=config.world_workers,
+                        unsafe_no_sandbox=config.unsafe_no_sandbox, world_disk_mib=config.world_disk_mib,
+                        in_flight=config.concurrency)
 
 
 @dataclass(slots=True)
@@ -55,7 +75,7 @@ class PreparedRun:
     containment: Containment = field(default_factory=Containment)
     checkpoint_root: Path | None = None  # where --checkpoint saves (the run directory's checkpoints/)
     # Episodes a killed run left in flight, by key: resumed from their last checkpoint (docs/forks.md).
-    resume_from: dict[tuple[str, str, int, int], ForkSpec] = field(default_factory=dict)
+    resume_from: dict[EpisodeKey, ForkSpec] = field(default_factory=dict)
 
     async def plan_disk(self) -> None:
         """Size each scenario's disk quota for the episodes of it this run keeps open at once (its planned
@@ -84,7 +104,7 @@ class PreparedRun:
         """Units in stages; without a planner the whole run is one stage."""
         return self.planner.stages() if self.planner is not None else iter([self.units()])
 
-    def remaining(self, done: set[tuple[str, str, int, int]]) -> int:
+    def remaining(self, done: set[EpisodeKey]) -> int:
         if self.planner is not None:
             return max(0, self.planner.planned - len(done))
         return sum(1 for s in self.specs() if s.key not in done)
@@ -139,7 +159,7 @@ async def _prepare(config: RunConfig, registry: Any, world: RunWorld, check: boo
         dataset = getattr(world, "dataset", None)
         why = ""
         if dataset is not None and world.problems and not any(sc.runnable for sc in dataset.scenarios.values()):
-            from awm_runtime.worlds._format import where_problems
+            from awm_runtime.worlds import where_problems
 
             why = f": no scenario of it can run: {where_problems(world.problems, dataset.root)}"
         raise ConfigError(f"no tasks match --scenarios {config.scenarios!r} --tasks {config.tasks!r} "
@@ -176,11 +196,8 @@ async def _prepare(config: RunConfig, registry: Any, world: RunWorld, check: boo
         c = config.for_arm(arm)
         ctx.options.update(protocol=c.protocol, enable_thinking=c.enable_thinking,
                            reasoning_effort=c.reasoning_effort, thinking_budget=c.thinking_budget)
-        harnesses[arm.name] = Harness(
-            policy=build_policy(c.policy, ctx),
-            expert=build_expert(c.expert, ctx),
-            nudges=build_nudges(c.nudges),
-            shaper=build_shaper(c.reward),
+        harnesses[arm.name] = assemble_harness(
+            ctx, c.policy, c.expert, nudges=c.nudges, reward=c.reward,
             limits=EpisodeLimits(
                 max_turns=c.max_turns, timeout_s=c.episode_timeout_s, on_format_error=c.on_format_error,
                 expert_budget=ExpertBudget(calls=c.expert_calls, tokens=c.expert_tokens, usd=c.expert_usd)),

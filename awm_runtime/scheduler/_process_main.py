@@ -22,7 +22,7 @@ from awm_runtime._errors import ConfigError
 from awm_runtime._log import get_logger
 from awm_runtime._types import EpisodeRecord, EpisodeSpec
 from awm_runtime._units import Unit
-from awm_runtime.episode._checkpoint import CHECKPOINTS
+from awm_runtime.episode import CHECKPOINTS
 from awm_runtime.isolation import mark_private
 from awm_runtime.logs import EventLogSink, EventStream, configure_logging, new_tool_sets, record_line
 from awm_runtime.report import summary_fields

@@ -23,10 +23,10 @@ import orjson
 from awm_runtime._config import RunConfig
 from awm_runtime._errors import AwmError, ConfigError
 from awm_runtime._log import get_logger
-from awm_runtime._types import EpisodeRecord
+from awm_runtime._types import EpisodeKey, EpisodeRecord
 from awm_runtime.isolation import kill_process
 from awm_runtime.logs import EVENTS, RunDirWriter, record_line
-from awm_runtime.models._local import local_bases
+from awm_runtime.models import local_bases
 from awm_runtime.scheduler._control import RunControl, must_finish
 from awm_runtime.scheduler._plan import split
 from awm_runtime.scheduler._progress import RunProgress, merge_endpoints
@@ -97,7 +97,7 @@ async def _spawn(index: int, capacity: int, init: dict[str, Any], out: Path) -> 
 
 async def run_sharded(config: RunConfig, prep: PreparedRun, run_id: str, out: Path, shards: int,
                       units: Iterator[Unit], control: RunControl, progress: RunProgress, writer: RunDirWriter,
-                      done: set[tuple[str, str, int, int]]) -> dict[str, Any]:
+                      done: set[EpisodeKey]) -> dict[str, Any]:
     """Run `units` on `shards` worker processes; returns per-shard figures for the summary."""
     init = {"t": "init", "config": config.model_dump(mode="json"), "run_id": run_id, "events": str(out / EVENTS),
             "shards": shards, "grace_s": control.grace_s, "local_servers": local_bases()}
@@ -158,7 +158,7 @@ async def _relay_stop(fleet: list[Shard], control: RunControl, feeder: _Feeder) 
 
 
 async def _serve(shard: Shard, feeder: _Feeder, prep: PreparedRun, progress: RunProgress, writer: RunDirWriter,
-                 done: set[tuple[str, str, int, int]]) -> None:
+                 done: set[EpisodeKey]) -> None:
     """Read one shard's messages until it exits; write its records."""
     try:
         first = orjson.loads(await asyncio.wait_for(shard.reader.readline(), READY_TIMEOUT_S) or b'{"t":"eof"}')
@@ -192,7 +192,7 @@ async def _serve(shard: Shard, feeder: _Feeder, prep: PreparedRun, progress: Run
 
 
 async def _write(unit: Unit, lines: list[bytes], msg: dict[str, Any], progress: RunProgress,
-                 writer: RunDirWriter, done: set[tuple[str, str, int, int]]) -> None:
+                 writer: RunDirWriter, done: set[EpisodeKey]) -> None:
     keys = [tuple(k) for k in msg["keys"]]
     if msg.get("tools") and not await asyncio.to_thread(writer.add_tools, msg["tools"]):  # before their records
         return  # a full disk: the run is stopping (logs/_rundir.py)

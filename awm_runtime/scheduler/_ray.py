@@ -184,7 +184,7 @@ class RayCluster:
 
     def _init(self, prep: PreparedRun, run_id: str) -> dict[str, Any]:
         """What every actor gets: settings and names of key variables, never a key."""
-        from awm_runtime import __version__
+        from awm_runtime._version import __version__
 
         config = self.config
         worlds = config.worlds if config.worlds == "builtin" else str(Path(config.worlds).resolve())

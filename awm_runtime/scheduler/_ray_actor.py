@@ -30,10 +30,7 @@ from awm_runtime._log import get_logger
 from awm_runtime._types import EpisodeRecord, EpisodeSpec, Task, WorkerRef
 from awm_runtime._units import Unit
 from awm_runtime.logs import EventLogSink, configure_logging, new_tool_sets, record_line
-from awm_runtime.models import endpoint_stats, shutdown, use_cluster_limits
-from awm_runtime.models._cluster_limits import RENEW_EVERY_S
-from awm_runtime.models._exceptions import AttemptError
-from awm_runtime.models._limits import LimiterKey
+from awm_runtime.models import RENEW_EVERY_S, AttemptError, LimiterKey, endpoint_stats, shutdown, use_cluster_limits
 from awm_runtime.scheduler._control import LoopLag, RunControl, cpu_s, must_finish, peak_rss_mib, rss_mib
 from awm_runtime.scheduler._episode_pool import EpisodePool
 from awm_runtime.scheduler._prepare import PreparedRun, prepare
@@ -153,7 +150,7 @@ class EpisodeActor:
         self.worker = WorkerRef(node=ray.get_runtime_context().get_node_id(), host=ip, pid=os.getpid())
         configure_logging(cast(IO[str], self.events))
         structlog.contextvars.bind_contextvars(actor=init["index"])  # ray_started maps actor -> node, pid
-        from awm_runtime import __version__
+        from awm_runtime._version import __version__
 
         if init["version"] != __version__:
             raise ConfigError(f"awm-runtime {__version__} is installed here, the driver runs {init['version']}: "

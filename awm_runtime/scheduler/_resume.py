@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 from awm_runtime._config import RunConfig
 from awm_runtime._errors import ConfigError
+from awm_runtime._types import ModelRole
 from awm_runtime.models import ModelConfig, ModelRegistry, apply_routes, load_registry
 
 # RunConfig fields a resumed session may change: how fast and where it runs, and which tasks it covers.
@@ -49,7 +50,7 @@ def public_definition(config: ModelConfig) -> dict[str, Any]:
     return out
 
 
-def model_table(clients: Mapping[tuple[str, str], Any]) -> ModelTable:
+def model_table(clients: Mapping[tuple[ModelRole, str], Any]) -> ModelTable:
     """The definitions of the models a prepared run calls, from its clients keyed (role, alias)."""
     table: ModelTable = {}
     for (role, alias), client in sorted(clients.items()):
@@ -89,7 +90,7 @@ def check_resume(config: RunConfig, manifest: Mapping[str, Any]) -> RunConfig:
     registry = apply_routes(with_stored_models(load_registry(config.config_path), table), config.model_dump())
     for role, aliases in sorted(table.items()):
         for alias, was in sorted(aliases.items()):
-            now = public_definition(registry.resolve(alias, role))
+            now = public_definition(registry.resolve(alias, cast(ModelRole, role)))  # checked by resolve
             differences += [f"{role} {alias!r} {field} {_shown(was.get(field))} -> {_shown(now[field])}"
                             for field in MODEL_MEANING if was.get(field) != now[field]]
     if differences:

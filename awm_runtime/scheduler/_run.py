@@ -11,10 +11,10 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, Any
 
 import structlog
 
@@ -22,14 +22,13 @@ from awm_runtime._config import RunConfig
 from awm_runtime._errors import ConfigError
 from awm_runtime._interfaces import Sink, StoppingRule
 from awm_runtime._log import get_logger
-from awm_runtime._types import EpisodeRecord
-from awm_runtime._units import EpisodeRunner, Unit
-from awm_runtime.episode._checkpoint import CHECKPOINTS
+from awm_runtime._types import EpisodeKey, EpisodeRecord
+from awm_runtime._units import Unit
+from awm_runtime.episode import CHECKPOINTS
 from awm_runtime.logs import (
     EVENTS,
     MANIFEST,
     SUMMARY,
-    EventLogSink,
     EventStream,
     RunDirFull,
     RunDirWriter,
@@ -40,26 +39,24 @@ from awm_runtime.logs import (
     repair_tail,
 )
 from awm_runtime.models import shutdown
-from awm_runtime.report import RunStats
-from awm_runtime.report._stopping import apply_stopping
+from awm_runtime.report import RunStats, apply_stopping
+from awm_runtime.scheduler._backend import Run, backend_shards, choose_backend
 from awm_runtime.scheduler._control import LoopLag, RunControl, must_finish, peak_rss_mib, rss_mib
 from awm_runtime.scheduler._decide import PairWatch, WatchedStats, endpoint_totals
-from awm_runtime.scheduler._episode_pool import EpisodePool
 from awm_runtime.scheduler._forks import in_flight, resumable
 from awm_runtime.scheduler._manifest import manifest
 from awm_runtime.scheduler._outdir import out_dir
 from awm_runtime.scheduler._prepare import PreparedRun, prepare
-from awm_runtime.scheduler._processes import resolve_shards, run_sharded
 from awm_runtime.scheduler._progress import RunProgress, endpoint_dicts
-
-if TYPE_CHECKING:
-    from awm_runtime.scheduler._ray import RayCluster
 
 log = get_logger("awm_runtime.scheduler")
 
 
 @dataclass(slots=True)
 class RunResult:
+    """What a finished (or stopped) run did: its id and directory, the summary written to summary.json, and
+    how many planned episodes ran, were skipped (already recorded), were not run, or have no record."""
+
     run_id: str
     out: Path
     summary: dict[str, Any]
@@ -89,16 +86,7 @@ async def run(config: RunConfig, *, sinks: Sequence[Sink] = (), prepared: Prepar
         config = config.model_copy(update={"out": prep.config.out})
     out, previous = out_dir(config)
     run_id = str(previous["run_id"]) if previous and previous.get("run_id") else uuid.uuid4().hex
-    if prep.planner is not None and config.ray is None and config.shards not in ("auto", 1):
-        raise ConfigError("--group-size runs in one process (groups are planned stage by stage and finalised "
-                          "together): use --shards 1")
-    if config.ray and prep.config.checkpoint != "none":
-        raise ConfigError("--checkpoint needs the run's episodes on this machine (the checkpoints live in the run "
-                          "directory): drop --ray, or run without checkpoints")
-    shards = 1 if prep.planner is not None or config.ray else resolve_shards(config.shards, config.concurrency)
-    if (shards > 1 or config.ray) and sinks:
-        raise ConfigError("custom sinks see the episodes of their own process only: use --shards 1 with sinks, "
-                          "and no --ray")
+    shards = backend_shards(config, prep, sinks)
     control = control or RunControl(config.grace_s)
     progress = progress or RunProgress()
     writer = RunDirWriter(out)
@@ -111,7 +99,7 @@ async def run(config: RunConfig, *, sinks: Sequence[Sink] = (), prepared: Prepar
         progress.stats = WatchedStats([a.name for a in config.arm_list()], watch)
     elif not progress.stats.episodes:
         progress.stats = RunStats([a.name for a in config.arm_list()])  # tables and differences in --arm order
-    done: set[tuple[str, str, int, int]] = set()
+    done: set[EpisodeKey] = set()
     recorded: set[str] = set()
     if prep.config.checkpoint != "none":
         prep.checkpoint_root = out / CHECKPOINTS
@@ -148,9 +136,8 @@ async def run(config: RunConfig, *, sinks: Sequence[Sink] = (), prepared: Prepar
     lag = LoopLag()
     background = [asyncio.create_task(lag.run()), asyncio.create_task(_heartbeat(events, progress, lag))]
     outcome: dict[str, Any] = {}
-    cluster: RayCluster | None = None
 
-    handed: set[tuple[str, str, int, int]] = set()  # keys of the units planned so far (groups plan as they go)
+    handed: set[EpisodeKey] = set()  # keys of the units planned so far (groups plan as they go)
 
     def remember(units: Iterator[Unit]) -> Iterator[Unit]:
         for u in units:
@@ -169,49 +156,25 @@ async def run(config: RunConfig, *, sinks: Sequence[Sink] = (), prepared: Prepar
             progress.stats.add(r)
         progress.recorded += len(fresh)
 
+    backend = choose_backend(Run(config, prep, run_id, control, progress, record), shards=shards, sinks=sinks,
+                             out=out, writer=writer, done=done, events=events)
     try:
-        if config.ray:
-            from awm_runtime.scheduler._ray import RayCluster
-
-            cluster = await RayCluster.start(config, prep, run_id, events, control, progress)
-            shards = progress.shards
+        await backend.start()
         for stage in prep.stages():  # a stage is planned only after the one before it has finished
             units: Iterator[Unit] = remember(resumable(u, prep.resume_from) for u in stage
                                              if not all(k in done for k in u.keys))
             if watch is not None:
                 units = watch.capped(units, len(done))
-            if cluster is not None:  # the driver plans, feeds and records; the actors run the episodes
-                outcome = await run_local(config, prep, run_id, [], units, control, progress, record,
-                                          runner=cluster.run_episode)
-            elif shards > 1:
-                outcome = await run_sharded(config, prep, run_id, out, shards, units, control, progress, writer,
-                                            done)
-            else:
-                outcome = await run_local(config, prep, run_id, [EventLogSink(), *sinks], units, control,
-                                          progress, record)
+            outcome = await backend.run_stage(units)
             if control.stop_requested:
                 break
     finally:
-        if cluster is not None:
-            outcome = {**outcome, **await must_finish(cluster.close())}
+        outcome = {**outcome, **await backend.close()}
         for t in background:
             t.cancel()
         stopped_early = control.stop_requested and (watch is None or watch.reason != control.reason)
-        summary = {"run_id": run_id, "out": str(out), "wall_s": round(time.perf_counter() - started, 3),
-                   "planned": prep.planned, "already_done": len(done), "recorded": progress.recorded,
-                   "not_run": prep.planned - len(done) - progress.recorded, "cancelled": progress.cancelled,
-                   **({"lost": progress.lost} if progress.lost else {}),
-                   "interrupted": stopped_early, "stop_reason": control.reason, "shards": shards,
-                   "concurrency": config.concurrency, "loop_lag_ms": lag.to_dict(), "peak_rss_mib":
-                   round(peak_rss_mib(), 1), **outcome, **progress.stats.to_dict(),
-                   **({getattr(prep.planner, "summary_key", "groups"): prep.planner.summary()}
-                      if prep.planner else {}),
-                   **({"sequential": watch.summary(not control.stop_requested)} if watch else {}),
-                   **({"endpoints": endpoint_totals(progress.endpoints())} if progress.recorded else {})}
-        apply_stopping(summary, summary.get("sequential"))  # the sequential result leads; fixed-sample p's go
-        warnings = judge_warnings(summary)
-        if warnings:
-            summary["warnings"] = warnings
+        summary = run_summary(config, prep, run_id, out, time.perf_counter() - started, done, progress, control,
+                              stopped_early, backend.shards, lag, outcome, watch)
         planned_stop = watch is not None and watch.reason is not None  # a decision or a budget ended the feed
         if summary["not_run"] > 0 and not control.stop_requested and not planned_stop:
             missing = await must_finish(asyncio.to_thread(_unrecorded, out, prep, handed))
@@ -237,8 +200,29 @@ async def run(config: RunConfig, *, sinks: Sequence[Sink] = (), prepared: Prepar
                      stopped_early, int(summary.get("unrecorded_count", 0)))
 
 
-EpisodeKey = tuple[str, str, int, int]
 UNRECORDED_SHOWN = 100
+
+
+def run_summary(config: RunConfig, prep: PreparedRun, run_id: str, out: Path, wall_s: float, done: set[EpisodeKey],
+                progress: RunProgress, control: RunControl, stopped_early: bool, shards: int, lag: LoopLag,
+                outcome: dict[str, Any], watch: PairWatch | None) -> dict[str, Any]:
+    """summary.json of a run whose episodes have stopped (before the check for unrecorded episodes)."""
+    summary = {"run_id": run_id, "out": str(out), "wall_s": round(wall_s, 3),
+               "planned": prep.planned, "already_done": len(done), "recorded": progress.recorded,
+               "not_run": prep.planned - len(done) - progress.recorded, "cancelled": progress.cancelled,
+               **({"lost": progress.lost} if progress.lost else {}),
+               "interrupted": stopped_early, "stop_reason": control.reason, "shards": shards,
+               "concurrency": config.concurrency, "loop_lag_ms": lag.to_dict(), "peak_rss_mib":
+               round(peak_rss_mib(), 1), **outcome, **progress.stats.to_dict(),
+               **({getattr(prep.planner, "summary_key", "groups"): prep.planner.summary()}
+                  if prep.planner else {}),
+               **({"sequential": watch.summary(not control.stop_requested)} if watch else {}),
+               **({"endpoints": endpoint_totals(progress.endpoints())} if progress.recorded else {})}
+    apply_stopping(summary, summary.get("sequential"))  # the sequential result leads; fixed-sample p's go
+    warnings = judge_warnings(summary)
+    if warnings:
+        summary["warnings"] = warnings
+    return summary
 UNCLASSIFIED_WARN_SHARE = 0.10
 
 
@@ -261,32 +245,6 @@ def _unrecorded(out: Path, prep: PreparedRun, handed: set[EpisodeKey]) -> list[E
     recorded = {(r["arm"], r["scenario"], int(r["task_idx"]), int(r["repeat"])) for r in iter_records(out)}
     planned = handed if prep.planner is not None else (s.key for s in prep.specs())
     return sorted(k for k in planned if k not in recorded)
-
-
-async def run_local(config: RunConfig, prep: PreparedRun, run_id: str, sinks: Sequence[Sink],
-                    units: Iterator[Unit], control: RunControl, progress: RunProgress,
-                    record: Callable[[Unit, list[EpisodeRecord]], Awaitable[None]],
-                    runner: EpisodeRunner | None = None) -> dict[str, Any]:
-    """The whole run in this process's event loop (each episode run by `runner` when given: a Ray actor)."""
-    pool = EpisodePool(prep, run_id=run_id, sinks=sinks, concurrency=config.concurrency, control=control,
-                       runner=runner)
-
-    async def next_unit() -> Unit | None:
-        return next(units, None)
-
-    async def track() -> None:
-        while True:
-            progress.in_flight, progress.stopping = pool.in_flight, control.stop_requested
-            await asyncio.sleep(0.2)
-
-    tracker = asyncio.create_task(track())
-    try:
-        await pool.run(next_unit, record)
-    finally:
-        tracker.cancel()
-        progress.in_flight, progress.cancelled = pool.in_flight, pool.cancelled
-        progress.lost += pool.lost
-    return {"loop_slices": pool.slices.to_dict()} if runner is None else {}
 
 
 async def _heartbeat(events: EventStream, progress: RunProgress, lag: LoopLag, every_s: float = 10.0) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from awm_runtime.serve._app import Listen, create_app, serve
 from awm_runtime.serve._episode import OpenEnvEpisode, classify_tool_error
 from awm_runtime.serve._hub import CapacityReached, ServeOptions, SessionHub
+from awm_runtime.serve._origin import normalize_origin
 
 
 async def serve_stdio(hub: SessionHub, scenario: str) -> None:
@@ -22,6 +23,7 @@ __all__ = [
     "SessionHub",
     "classify_tool_error",
     "create_app",
+    "normalize_origin",
     "serve",
     "serve_stdio",
 ]

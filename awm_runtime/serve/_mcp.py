@@ -50,7 +50,7 @@ def mcp_server(hub: SessionHub, *, scenario: str | None = None) -> Server[Any, A
                 await episode.session.close()
             hub.release(episode.slot)
 
-    from awm_runtime import __version__
+    from awm_runtime._version import __version__
 
     # serverInfo names us, at our version (without `version` the SDK reports its own package's version).
     server: Server[Any, Any] = Server("awm-serve", version=__version__, lifespan=lifespan)

@@ -31,6 +31,7 @@ class TokenEngine(Protocol):
         ...
 
     def detokenize(self, ids: list[int]) -> str:
+        """vLLM's POST /detokenize answer: the text of `ids`."""
         ...
 
     def read_prompt(self, ids: list[int]) -> list[dict[str, Any]]:

@@ -24,7 +24,7 @@ from typing import Any, Protocol
 from awm_runtime._errors import AwmError
 from awm_runtime._prompts import render
 from awm_runtime._types import Message, Usage, Verdict
-from awm_runtime.models._reasoning import exhausted
+from awm_runtime.models import exhausted
 
 LABELS = ("complete", "incomplete")
 _THINK = re.compile(r"<think>.*?</think>", re.S)
@@ -37,6 +37,8 @@ DETAIL_EVIDENCE_CHARS = 8000
 
 
 class JudgeReply(Protocol):
+    """What the judge reads of a model reply: its text (None when it has none) and its token usage."""
+
     content: str | None
     usage: Usage
 
@@ -44,7 +46,9 @@ class JudgeReply(Protocol):
 class JudgeClient(Protocol):
     """What the judge needs from the model layer (`awm_runtime.models.ModelClient` fits)."""
 
-    async def complete(self, messages: list[dict[str, Any]]) -> Any: ...
+    async def complete(self, messages: list[dict[str, Any]]) -> Any:
+        """One completion of `messages`; its reply has what JudgeReply names."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,6 +2,14 @@
 
 from awm_runtime.view._app import build_app
 from awm_runtime.view._index import EpisodeIndex, Query, Row, run_status
-from awm_runtime.view._serve import serve
+from awm_runtime.view._serve import is_loopback, serve
 
-__all__ = ["EpisodeIndex", "Query", "Row", "build_app", "run_status", "serve"]
+__all__ = [
+    "EpisodeIndex",
+    "Query",
+    "Row",
+    "build_app",
+    "is_loopback",
+    "run_status",
+    "serve",
+]

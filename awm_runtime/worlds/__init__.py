@@ -7,22 +7,37 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from awm_runtime._config import RunConfig
 from awm_runtime._errors import ConfigError
 from awm_runtime.verifiers import Judge
-from awm_runtime.worlds._check import TaskCheck, check_tasks, trivial_tasks
-from awm_runtime.worlds._format import Dataset, LoadProblem, Scenario, ScenarioSource, Solution
-from awm_runtime.worlds._hub import AWM_1K, fetch_awm_1k, is_hub_spec
+from awm_runtime.worlds._builtin import BUILTIN_DATA, BUILTIN_SOURCES
+from awm_runtime.worlds._check import (
+    TaskCheck,
+    check_tasks,
+    parse_verifiers,
+    scenario_report,
+    spec_problems,
+    trivial_tasks,
+)
+from awm_runtime.worlds._disk import in_flight_by_scenario
+from awm_runtime.worlds._format import (
+    SOLUTIONS_FILE,
+    Dataset,
+    LoadProblem,
+    Scenario,
+    ScenarioSource,
+    Solution,
+    VerifierDef,
+    where_problems,
+)
+from awm_runtime.worlds._hub import AWM_1K, fetch_awm_1k, is_hub_spec, snapshot_commit
 from awm_runtime.worlds._load import iter_solutions, load_dataset
 from awm_runtime.worlds._names import normalize_scenario
-from awm_runtime.worlds._pack import make_split, pack_sources
-from awm_runtime.worlds._world import AwmSession, AwmWorld, WorldOptions
+from awm_runtime.worlds._pack import make_split, merge_rows, pack_sources, scenario_rows, write_dataset
+from awm_runtime.worlds._world import MIN_DISK_MIB, AwmSession, AwmWorld, WorldOptions
 from awm_runtime.worlds.remote import RemoteOptions, RemoteWorld, is_remote, remote_world
 
 RunWorld = AwmWorld | RemoteWorld  # what a run plays on: the local engine, or a server reached over the wire
 
-BUILTIN_DATA = Path(__file__).parent / "builtin" / "data"
-BUILTIN_SOURCES = Path(__file__).parent / "builtin" / "src"
 
 
 def resolve_worlds_dir(spec: str | Path) -> Path:
@@ -72,20 +87,6 @@ def load_local_worlds(spec: str | Path = "builtin", *, solutions: Path | None = 
     return AwmWorld(dataset, name=worlds_name(spec, root), options=options, judge=judge)
 
 
-def remote_options(config: RunConfig) -> dict[str, Any]:
-    """The MCP-world settings of a run (RemoteOptions fields); stdio servers log into the run directory."""
-    return {"world_env": config.world_env, "scenario_name": config.scenario_name, "log_dir": config.out,
-            "reset_tool": config.world_reset_tool, "spares": config.world_spares}
-
-
-def world_options(config: RunConfig) -> WorldOptions:
-    """The world settings of a run."""
-    return WorldOptions(verifier=config.verifier, foreign_keys=config.foreign_keys,
-                        tool_timeout_s=config.tool_timeout_s, workers=config.world_workers,
-                        unsafe_no_sandbox=config.unsafe_no_sandbox, world_disk_mib=config.world_disk_mib,
-                        in_flight=config.concurrency)
-
-
 def load_split(world: RunWorld) -> dict[str, set[tuple[str, int]]]:
     """The dataset's pinned split (split.json), or the same seeded rule computed on the fly (remote worlds)."""
     path = world.dataset.root / "split.json" if isinstance(world, AwmWorld) else None
@@ -100,6 +101,8 @@ __all__ = [
     "AWM_1K",
     "BUILTIN_DATA",
     "BUILTIN_SOURCES",
+    "MIN_DISK_MIB",
+    "SOLUTIONS_FILE",
     "AwmSession",
     "AwmWorld",
     "Dataset",
@@ -111,17 +114,25 @@ __all__ = [
     "ScenarioSource",
     "Solution",
     "TaskCheck",
+    "VerifierDef",
     "WorldOptions",
     "check_tasks",
+    "in_flight_by_scenario",
     "is_remote",
     "load_dataset",
     "load_local_worlds",
     "load_split",
     "load_worlds",
+    "merge_rows",
     "normalize_scenario",
     "pack_sources",
-    "remote_options",
+    "parse_verifiers",
     "resolve_worlds_dir",
+    "scenario_report",
+    "scenario_rows",
+    "snapshot_commit",
+    "spec_problems",
     "trivial_tasks",
-    "world_options",
+    "where_problems",
+    "write_dataset",
 ]

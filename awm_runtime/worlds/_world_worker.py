@@ -45,20 +45,18 @@ from awm_runtime.isolation import (
     confine,
     die_with_parent,
     encode,
+    enter_mount_namespace,
     enter_namespaces,
+    join_namespaces,
+    mount_quota,
+    namespace_fds,
     narrow,
     read_frame_fd,
+    resize_quota,
     write_all,
     yield_cpu,
 )
 from awm_runtime.isolation import prepare as prepare_confinement
-from awm_runtime.isolation._mounts import (
-    enter_mount_namespace,
-    join_namespaces,
-    mount_quota,
-    namespace_fds,
-    resize_quota,
-)
 from awm_runtime.worlds._call_threads import CallThreads
 from awm_runtime.worlds._dbbuild import build_database
 from awm_runtime.worlds._format import ScenarioSource, TableDef

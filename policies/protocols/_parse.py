@@ -23,9 +23,9 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from awm_runtime._encodable import encodable_text
 from awm_runtime._interfaces import Action, CallTool, FinalAnswer, ListTools, Malformed
 from awm_runtime._types import ToolCall
-from awm_runtime.logs._encodable import encodable_text
 from awm_runtime.policies.protocols._carry import DEFAULT_LIMITS, ArgumentLimits, argument_problem
 from awm_runtime.policies.protocols._json import loads_call, loads_lenient, unfence
 

@@ -11,11 +11,11 @@ import json
 from collections.abc import Collection, Sequence
 from typing import Any
 
+from awm_runtime._encodable import encodable, encodable_text
 from awm_runtime._errors import ConfigError
 from awm_runtime._interfaces import CallTool, ListTools, Malformed, PolicyTurn
 from awm_runtime._prompts import render
 from awm_runtime._types import Message, Source, Task, ToolSpec
-from awm_runtime.logs._encodable import encodable, encodable_text
 from awm_runtime.policies.protocols._carry import DEFAULT_LIMITS, ArgumentLimits
 from awm_runtime.policies.protocols._json import loads_lenient
 from awm_runtime.policies.protocols._parse import Parsed, parse_awm, parse_hermes, parse_native, unexecuted_problem

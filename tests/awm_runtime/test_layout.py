@@ -164,3 +164,76 @@ def test_the_wheel_installs_only_awm_runtime(tmp_path: Path) -> None:
                      "awm_runtime/report/report_page.html", "awm_runtime/view/index.js", "awm_runtime/view/view.css"):
         assert expected in names, expected
     assert not [n for n in names if "__pycache__" in n]
+
+
+def _subpackage(module: str) -> str | None:
+    """The subpackage (`awm_runtime.X`) a module belongs to; None for the root package's own modules."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 2 or (len(parts) == 2 and (PACKAGE / parts[1]).is_dir()) else None
+
+
+def package_graph() -> dict[str, set[str]]:
+    """subpackage -> the other subpackages its modules import (lazy imports included)."""
+    out: dict[str, set[str]] = {}
+    for module, targets in import_graph().items():
+        if (mine := _subpackage(module)) is not None:
+            out.setdefault(mine, set()).update(t for t in map(_subpackage, targets) if t not in (None, mine))
+    return {p: {t for t in ts if t in out} for p, ts in out.items()}
+
+
+def private_imports() -> tuple[list[str], int]:
+    """Imports between subpackages that name another subpackage's private module (`awm_runtime.X._y`, from a
+    module outside X), and how many imports between subpackages there are in all: one per imported module."""
+    modules = _modules()
+    private: list[str] = []
+    total = 0
+    for module, path in modules.items():
+        mine = _subpackage(module)
+        package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    parent = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join([*parent, *([base] if base else [])])
+                subs = [f"{base}.{a.name}" for a in node.names if f"{base}.{a.name}" in modules]
+                targets = subs or [base]
+            else:
+                continue
+            for target in targets:
+                theirs = _subpackage(target) if target.startswith("awm_runtime.") else None
+                if theirs is None or theirs == mine:
+                    continue
+                total += 1
+                if any(part.startswith("_") for part in target.split(".")[2:]):
+                    private.append(f"{module} -> {target}")
+    return sorted(private), total
+
+
+def test_no_package_cycles() -> None:
+    cycle = find_cycle(package_graph())
+    assert cycle is None, "package cycle: " + " -> ".join(cycle or [])
+
+
+def test_no_import_climbs_back_up() -> None:
+    """The version has a module of its own, console logging lives below cli, and worlds/ never reads a RunConfig
+    (the scheduler translates it): the only arrow between cli and bench is cli -> bench."""
+    graph = package_graph()
+    assert "cli" not in graph["bench"]
+    assert "awm_runtime._config" not in {t for m, ts in import_graph().items() if m.startswith("awm_runtime.worlds")
+                                         for t in ts}
+    for module, path in _modules().items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module == "awm_runtime" and module != "awm_runtime":
+                assert "__version__" not in {a.name for a in node.names}, f"{module}: use awm_runtime._version"
+            if isinstance(node, ast.Attribute) and node.attr == "__path__":
+                assert not (isinstance(node.value, ast.Name) and node.value.id == "awm_runtime"), module
+
+
+def test_subpackages_meet_at_their_front_doors() -> None:
+    """At most 10% of the imports between subpackages reach into another one's private module."""
+    private, total = private_imports()
+    assert total > 100  # the measure sees the package
+    assert len(private) <= total // 10, f"{len(private)} of {total} imports are private:\n" + "\n".join(private)

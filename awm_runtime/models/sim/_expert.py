@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from awm_runtime.episode._advice import reference_plan
+from awm_runtime.episode import reference_plan
 from awm_runtime.models.sim._knowledge import KnownTask, find_task
 
 # The expert system prompt (prompts/expert_system.md) opens with this phrase.

@@ -111,7 +111,7 @@ class RemoteWorld:
 
 def _load_solutions(path: Path | None, problems: list[LoadProblem]) -> tuple[dict[tuple[str, int], Solution],
                                                                                dict[str, Solution]]:
-    from awm_runtime.worlds import BUILTIN_DATA
+    from awm_runtime.worlds._builtin import BUILTIN_DATA
 
     by_key = {(sid, idx): sol for sid, idx, sol in iter_solutions(path, problems)} if path else {}
     builtin = load_dataset(BUILTIN_DATA)

@@ -18,10 +18,16 @@ from typing import Any, Generic, Protocol, TypeVar
 
 
 class Spare(Protocol):
-    @property
-    def alive(self) -> bool: ...
+    """A session started ahead of use (a world server process or connection) that may die while it waits."""
 
-    async def close(self) -> None: ...
+    @property
+    def alive(self) -> bool:
+        """Whether the session can still be handed to an episode."""
+        ...
+
+    async def close(self) -> None:
+        """Stop the session and release what it holds."""
+        ...
 
 
 S = TypeVar("S", bound=Spare)

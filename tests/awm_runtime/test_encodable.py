@@ -10,9 +10,9 @@ import pytest
 import structlog
 
 from awm_runtime import Message
+from awm_runtime._encodable import dumps_encodable, encodable, encodable_text
 from awm_runtime._types import EpisodeRecord, ModelRef
 from awm_runtime.logs import configure_logging, record_line, reset_logging
-from awm_runtime.logs._encodable import dumps_encodable, encodable, encodable_text
 
 
 def test_text_and_values_are_made_encodable_and_counted() -> None:

@@ -1,4 +1,4 @@
-"""logs/_trust.py: which manifest fields run or contact something, the per-user seal, and the one-line refusal."""
+"""scheduler/_trust.py: which manifest fields run or contact something, the per-user seal, and the one-line refusal."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from awm_runtime._errors import ConfigError
-from awm_runtime.logs._trust import check_manifest, key_path, risky_fields, seal, sealed_here
+from awm_runtime.scheduler._trust import check_manifest, key_path, risky_fields, seal, sealed_here
 
 SIM = {"model": "sim/novice", "protocol": "native", "max_concurrency": 100000, "api_base": None, "api_key_env": None}
 

@@ -108,7 +108,7 @@ def _worlds(value: str) -> str:
 def own_models(config_path: Path | None = None) -> dict[str, dict[str, Any]]:
     """The model definitions the user's own configuration names: the built-in aliases, and the aliases of
     the awm.toml they gave on the command line."""
-    from awm_runtime.models._registry import load_registry
+    from awm_runtime.models import load_registry
 
     registry = load_registry(config_path)
     return {alias: registry.get(alias).model_dump(mode="json") for alias in registry.names()}

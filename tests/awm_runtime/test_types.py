@@ -1,0 +1,48 @@
+"""Types at the plug points: the format-error kinds the docs list, model roles, the episode key, typed plug-ins."""
+
+from __future__ import annotations
+
+import re
+import typing
+from pathlib import Path
+
+from awm_runtime._errors import FormatError
+from awm_runtime._plugins import register, resolve
+from awm_runtime._types import FORMAT_ERROR_KINDS, MODEL_ROLES, EpisodeSpec, FormatErrorKind, ModelRole
+from awm_runtime.models import ROLES
+
+DOCS = Path(__file__).resolve().parents[2] / "docs"
+
+
+def _documented_kinds() -> list[str]:
+    """The first column of the table under `### Format-error kinds` in docs/policies.md."""
+    text = (DOCS / "policies.md").read_text(encoding="utf-8")
+    section = text.split("### Format-error kinds", 1)[1].split("\n#", 1)[0]
+    return re.findall(r"^\| `([a-z_]+)` \|", section, flags=re.MULTILINE)
+
+
+def test_the_docs_table_lists_exactly_the_format_error_kinds() -> None:
+    documented = _documented_kinds()
+    assert len(documented) == len(set(documented))
+    assert set(documented) == set(typing.get_args(FormatErrorKind)) == set(FORMAT_ERROR_KINDS)
+
+
+def test_a_format_error_carries_its_kind() -> None:
+    assert FormatError("cut off", kind="truncated").kind == "truncated"
+
+
+def test_model_roles_are_the_registry_roles() -> None:
+    assert MODEL_ROLES == typing.get_args(ModelRole) == ROLES == ("policy", "expert", "judge")
+
+
+def test_the_episode_key_is_arm_scenario_task_repeat() -> None:
+    spec = EpisodeSpec(arm="a", scenario="s", task_idx=3, repeat=1)
+    assert spec.key == ("a", "s", 3, 1)
+
+
+def test_a_registered_plugin_resolves_to_its_factory() -> None:
+    def factory(arg: str) -> typing.Any:
+        return ("shaper", arg)
+
+    register("rewards", "test_types_shaper", factory)
+    assert resolve("rewards", "test_types_shaper") is factory
