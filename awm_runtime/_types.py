@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any, Literal, get_args
 
 import orjson
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_validator
 
 Role = Literal["system", "user", "assistant", "tool"]
 Source = Literal["policy", "world", "expert", "nudge", "system"]
@@ -239,6 +239,16 @@ class Usage(_Model):
     # Gemini `thoughtsTokenCount`). None: not reported by some call of this role (Anthropic's wire never says how many
     # of its output tokens were thinking), never 0. Billed as output tokens: already inside completion_tokens.
     reasoning_tokens: int | None = None
+
+    @field_validator("cost_usd", mode="before")
+    @classmethod
+    def _unknown_cost_reads_back(cls, value: Any) -> Any:
+        return 0.0 if value is None else value  # a record's null cost: unknown, and cost_known says so
+
+    @field_serializer("cost_usd")
+    def _unknown_cost_is_null(self, value: float) -> float | None:
+        """A role whose calls were not all priced has no known cost: its records say null, never a partial $."""
+        return None if self.cost_known is False else value
 
     def add(self, other: Usage) -> None:
         if other.calls:  # a role's reasoning total is known only while every call of it reported its own

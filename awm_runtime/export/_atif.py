@@ -144,7 +144,8 @@ def trajectory(record: dict[str, Any], source: RunSource) -> dict[str, Any]:
         b.add(m)
     policy = record.get("policy") or {}
     usage = record.get("usage") or {}
-    cost = sum(float((u or {}).get("cost_usd") or 0.0) for u in usage.values())
+    known = all((u or {}).get("cost_known") is not False for u in usage.values())
+    cost = sum(float((u or {}).get("cost_usd") or 0.0) for u in usage.values()) if known else None
     pol = usage.get("policy") or {}
     started = (record.get("timings") or {}).get("started_at")
     out: dict[str, Any] = {
@@ -155,7 +156,8 @@ def trajectory(record: dict[str, Any], source: RunSource) -> dict[str, Any]:
         "steps": b.steps,
         "final_metrics": {"total_prompt_tokens": int(pol.get("prompt_tokens") or 0),
                           "total_completion_tokens": int(pol.get("completion_tokens") or 0),
-                          "total_cached_tokens": 0, "total_cost_usd": round(cost, 8), "total_steps": len(b.steps)},
+                          "total_cached_tokens": 0, "total_steps": len(b.steps),
+                          "total_cost_usd": None if cost is None else round(cost, 8)},  # None: a call had no price
         "extra": {
             **{k: record.get(k) for k in ("run_id", "arm", "scenario", "task_idx", "repeat", "seed", "task",
                                            "outcome", "verdict", "reward", "ask_style", "group_id", "advantage")},

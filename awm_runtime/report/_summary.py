@@ -79,7 +79,7 @@ class ArmStats:
         for role, u in (r.get("usage") or {}).items():
             self.tokens[f"{role}_prompt"] += u.get("prompt_tokens", 0)
             self.tokens[f"{role}_completion"] += u.get("completion_tokens", 0)
-            self.cost_usd += u.get("cost_usd", 0.0)
+            self.cost_usd += float(u.get("cost_usd") or 0.0)  # null: unknown (cost_known says so)
         if r.get("error"):
             self.error_classes[r["error"].get("class", "?")] += 1
         self.economics.add(r)

@@ -150,7 +150,8 @@ def episode_body(r: dict[str, Any]) -> str:
         "timings") + "</div>")
     usage = r.get("usage") or {}
     usage_rows = [(role, u.get("calls", "n/a"), u.get("prompt_tokens", "n/a"), u.get("completion_tokens", "n/a"),
-                   f"{u.get('cost_usd') or 0.0:.6f}") for role, u in usage.items() if isinstance(u, dict)]
+                   "unknown" if u.get("cost_known") is False or u.get("cost_usd") is None
+                   else f"{u['cost_usd']:.6f}") for role, u in usage.items() if isinstance(u, dict)]
     side = "<h2>Token usage</h2>" + _table(("role", "calls", "prompt", "completion", "cost (USD)"), usage_rows, "usage")
     if r.get("expert_answers"):
         side += "<h3>Expert answers</h3>" + _table(("turn", "answered by", "latency (s)", "fallback"), [

@@ -46,3 +46,22 @@ def test_a_registered_plugin_resolves_to_its_factory() -> None:
 
     register("rewards", "test_types_shaper", factory)
     assert resolve("rewards", "test_types_shaper") is factory
+
+
+def test_a_role_s_unknown_cost_is_null_in_records_and_reads_back() -> None:
+    """Issue 47: a role with an unpriced call writes cost_usd null (never a partial $); the record reads back, and
+    adding usage keeps it unknown."""
+    from awm_runtime._types import Usage
+
+    priced = Usage(calls=1, cost_usd=0.25, cost_known=True)
+    assert priced.model_dump()["cost_usd"] == 0.25
+    unpriced = Usage(calls=1, cost_usd=0.0, cost_known=False)
+    dumped = unpriced.model_dump()
+    assert dumped["cost_usd"] is None and dumped["cost_known"] is False
+    assert '"cost_usd":null' in unpriced.model_dump_json()
+    back = Usage(**dumped)
+    assert back.cost_usd == 0.0 and back.cost_known is False
+    total = Usage()
+    total.add(priced)
+    total.add(back)
+    assert total.model_dump()["cost_usd"] is None and total.cost_known is False

@@ -121,6 +121,9 @@ def test_the_live_view_says_cost_unknown_never_zero_dollars(tmp_path: Path) -> N
     assert "cost unknown" in proc.stderr and "$0.0000" not in proc.stderr
     arm = json.loads((tmp_path / "live" / "summary.json").read_text())["arms"]["main"]
     assert arm["cost_usd"] is None and arm["economics"]["cost_usd"] is None
+    records = [json.loads(line) for line in (tmp_path / "live" / "episodes.jsonl").read_text().splitlines()]
+    usage = [u for r in records for u in r["usage"].values() if u["calls"]]
+    assert usage and all(u["cost_usd"] is None and u["cost_known"] is False for u in usage)  # each record too
 
 
 def test_a_grpo_arm_names_the_expert_its_episodes_used(group_run: Path) -> None:
