@@ -223,6 +223,10 @@ class EpisodeSpec(_Model):
         return (self.arm, self.scenario, self.task_idx, self.repeat)
 
 
+# No model's context holds more in one call; a usage count above it is the provider's (or its proxy's) error.
+MAX_TOKENS_PER_CALL = 10_000_000
+
+
 class Usage(_Model):
     """Token and cost accounting for one role within an episode."""
 

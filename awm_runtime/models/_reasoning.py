@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from awm_runtime._log import get_logger
+from awm_runtime._types import MAX_TOKENS_PER_CALL
 from awm_runtime.models._registry import toml_table
 
 if TYPE_CHECKING:
@@ -119,7 +120,7 @@ def reasoning_tokens(raw_usage: Any, fields: dict[str, Any] | None) -> int | Non
         return None
     details = getattr(raw_usage, "completion_tokens_details", None) if raw_usage is not None else None
     value = getattr(details, "reasoning_tokens", None) if details is not None else None
-    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0 or value > 10_000_000:
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0 or value > MAX_TOKENS_PER_CALL:
         return None  # not a count any call holds: not reported (the call's own counts are checked in _reply)
     return int(value)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from awm_runtime._types import Usage
+from awm_runtime._types import MAX_TOKENS_PER_CALL, Usage
 from awm_runtime.models._reasoning import provider_fields, reasoning_tokens
 from awm_runtime.models._tokens import token_fields
 
@@ -37,10 +37,6 @@ class ModelReply:
     @classmethod
     def from_wire(cls, data: dict[str, Any]) -> ModelReply:
         return cls(**{**data, "usage": Usage(**data.get("usage", {}))})
-
-
-# No model's context holds more in one call; a count above it is the provider's (or its proxy's) error.
-MAX_TOKENS_PER_CALL = 10_000_000
 
 
 def _count(raw_usage: Any, name: str) -> tuple[int, str | None]:

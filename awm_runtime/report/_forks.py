@@ -48,7 +48,6 @@ class ForkStats:
 
     def __init__(self) -> None:
         self.states: dict[tuple[str, int], _State] = {}
-        self.infra_errors = 0
         self.arms: dict[str, str] = {}  # mode (ask, solo) -> the arm that ran it
         self.continuations = {"ask": 0, "solo": 0}
         self.errors = {"ask": 0, "solo": 0}
@@ -67,7 +66,6 @@ class ForkStats:
                                               str(fork.get("preceding") or "nothing"))
         expert = str((r.get("expert") or {}).get("alias") or "none")
         if r["outcome"] == "error":
-            self.infra_errors += 1
             self.errors[mode] += 1
             if mode == "ask":
                 state.ask_errors[expert] += 1
@@ -79,6 +77,11 @@ class ForkStats:
             state.ask[expert].append(run)
         else:
             state.solo.append(run)
+
+    @property
+    def infra_errors(self) -> int:
+        """Continuations that ended in an infrastructure error, both modes."""
+        return sum(self.errors.values())
 
     def rows(self) -> list[dict[str, Any]]:
         """One row per (forked state, expert) with both an ask and a solo continuation."""
