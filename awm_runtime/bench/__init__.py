@@ -8,6 +8,7 @@ from __future__ import annotations
 
 SUITES: dict[str, str] = {
     "world": "awm_runtime.bench._world",
+    "floors": "awm_runtime.bench._floors",
     "stall": "awm_runtime.bench._stall",
     "routing": "awm_runtime.bench._routing",
     "scale": "awm_runtime.bench._scale",

@@ -1,0 +1,145 @@
+"""The floors of `awm-bench floors`: each cost's least possible work, done in this process, beside the cost itself.
+
+- A tool call's floor is the scenario's own FastAPI app handling the same HTTP request in this process (a bare
+  ASGI call: no worker, no pipe, no sandbox, no argument check, no reply rendering), with its SQLAlchemy engine
+  routed to a copy of the same template, one kept connection, as in a world worker. Its cost is
+  `AwmSession.call_tool`: this process's CPU plus the world worker's.
+- A verification's floor is the verifier function, compiled once, called in this process on the same two DBs.
+  Its cost is `AwmSession.verify`: this process's CPU plus the verifier server's and its forks'.
+- A model call's floor is a bare aiohttp POST of the same body (encoded once) and an orjson parse of the reply,
+  against the same loopback server. Its cost is `ModelClient.complete` (limiter, retry wrapper, transport, parse,
+  pricing, the model_called event rendered into an events.jsonl).
+- A reset's floor is a copy of the template file; its cost is `AwmWorld.open` with `AwmSession.close`.
+
+CPU is process CPU time (user + system), never wall: the loopback model server's is not counted on either side.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from awm_runtime.bench._procs import cpu_seconds
+
+
+def burn(seconds: float) -> None:
+    """Spend `seconds` of this thread's CPU (the benchmark's known injected overhead)."""
+    until = time.thread_time() + seconds
+    while time.thread_time() < until:
+        pass
+
+
+def world_cpu_s(world: Any) -> float:
+    """CPU seconds so far of this process, the world's workers, and the verifier server with its reaped forks."""
+    sandbox = world.sandbox.pid
+    return (time.process_time() + sum(cpu_seconds(pid) for pid in world.pool.pids())
+            + (cpu_seconds(sandbox, reaped=True) if sandbox else 0.0))
+
+
+async def per_call_us(n: int, one: Callable[[int], Awaitable[Any]], cpu: Callable[[], float] = time.process_time,
+                      settle_s: float = 0.0) -> float:
+    """CPU microseconds per call of `one(i)` for i < n, as `cpu` counts it."""
+    before = cpu()
+    for i in range(n):
+        await one(i)
+    if settle_s:
+        await asyncio.sleep(settle_s)  # a server reaps its last child
+    return (cpu() - before) / max(1, n) * 1e6
+
+
+class AppFloor:
+    """The scenario's app imported in this process, answering HTTP requests through a bare ASGI call."""
+
+    def __init__(self, scenario_id: str, code: str, template: Path, folder: Path) -> None:
+        from awm_runtime.worlds._host import CURRENT_DB, import_scenario_app
+        from awm_runtime.worlds._openapi import install as install_openapi_walk
+        from awm_runtime.worlds._tools import tools_from_openapi
+
+        self.db = str(folder / "floor.db")
+        shutil.copyfile(template, self.db)
+        token = CURRENT_DB.set(self.db)
+        try:
+            self.app = import_scenario_app(f"awm_floor_{scenario_id}", code)
+            install_openapi_walk()
+            _, self.ops = tools_from_openapi(self.app.openapi())
+        finally:
+            CURRENT_DB.reset(token)
+
+    def requests(self, calls: list[tuple[str, dict[str, Any]]]) -> list[tuple[str, str, dict[str, Any],
+                                                                             dict[str, str], Any]]:
+        """Each (tool, arguments) as the HTTP request the worker makes of it (split once, outside the timing)."""
+        from awm_runtime.worlds._tools import split_arguments
+
+        return [(self.ops[name].method.upper(), *split_arguments(self.ops[name], args)) for name, args in calls]
+
+    async def request(self, method: str, path: str, query: dict[str, Any], headers: dict[str, str],
+                      body: Any) -> tuple[int, bytes]:
+        from awm_runtime.worlds._host import CURRENT_DB, asgi_request
+
+        token = CURRENT_DB.set(self.db)
+        try:
+            return await asgi_request(self.app, method, path, query, headers, body)
+        finally:
+            CURRENT_DB.reset(token)
+
+
+class VerifierFloor:
+    """The task's verifier function, compiled once, called in this process."""
+
+    def __init__(self, code: str) -> None:
+        from awm_runtime.verifiers import find_function_name
+
+        namespace: dict[str, Any] = {"__name__": "awm_floor_verifier"}
+        exec(compile(code, "<verifier>", "exec"), namespace)
+        self.function = namespace[find_function_name(code, "verify_task_completion")]
+
+    def __call__(self, initial_db: Path, final_db: Path) -> Any:
+        return self.function(initial_db_path=str(initial_db), final_db_path=str(final_db), final_answer="")
+
+
+class BareModel:
+    """A bare aiohttp POST of a prepared body to the loopback server, and an orjson parse of its reply."""
+
+    def __init__(self, url: str, body: bytes) -> None:
+        import aiohttp
+
+        self.url, self.body = f"{url.rstrip('/')}/chat/completions", body
+        self.session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0))
+        self.headers = {"Content-Type": "application/json"}
+
+    async def call(self, _: int = 0) -> Any:
+        async with self.session.post(self.url, data=self.body, headers=self.headers) as resp:
+            return orjson.loads(await resp.read())
+
+    async def aclose(self) -> None:
+        await self.session.close()
+
+
+def model_request(tools: list[dict[str, Any]], turns: int = 3) -> list[dict[str, Any]]:
+    """Messages of an episode `turns` tool calls in: a system prompt, the task, each call and its result."""
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": "You are an agent. Use the tools to complete the user's task. " * 8},
+        {"role": "user", "content": "Create a project named 'bench item 0', then list the open projects."}]
+    for i in range(turns):
+        name = tools[i % len(tools)]["function"]["name"]
+        messages.append({"role": "assistant", "content": None, "tool_calls": [
+            {"id": f"call_{i}", "type": "function", "function": {"name": name, "arguments": '{"status": "open"}'}}]})
+        messages.append({"role": "tool", "tool_call_id": f"call_{i}",
+                         "content": '{"items": [' + ", ".join(f'{{"id": {j}, "name": "project {j}", '
+                                                             f'"status": "open", "amount": {j * 12.5}}}'
+                                                             for j in range(1, 7)) + '], "total": 6}'})
+    return messages
+
+
+def ratio(cost: float, floor: float) -> float | None:
+    """cost / floor, None when the floor measured nothing (never a division by zero shown as a figure)."""
+    return round(cost / floor, 3) if floor > 0 else None
+
+
+__all__ = ["AppFloor", "BareModel", "VerifierFloor", "burn", "model_request", "per_call_us", "ratio", "world_cpu_s"]

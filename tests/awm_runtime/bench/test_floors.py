@@ -1,0 +1,66 @@
+"""`awm-bench floors`: a known CPU cost injected into one boundary path moves that path's ratio by its share.
+
+Ratios only, never absolute times: floor and cost are measured back to back in one process, so a loaded or
+slower machine scales both. Counts are small (a smoke run, not a measurement); the injection is several times
+each floor, so its share stands well above the noise of a shared machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from typing import Any
+
+import pytest
+
+from awm_runtime.bench import SUITES
+from awm_runtime.bench._floors import KINDS, add_arguments, run
+
+SMALL = ["--calls", "60", "--verifies", "6", "--model-calls", "60", "--resets", "20", "--episodes", "2"]
+
+
+def _run(*extra: str) -> dict[str, Any]:
+    p = argparse.ArgumentParser()
+    add_arguments(p)
+    return asyncio.run(run(p.parse_args([*SMALL, *extra])))
+
+
+@pytest.fixture(scope="module")
+def baseline() -> dict[str, Any]:
+    return _run()
+
+
+def test_every_cost_has_its_floor_and_ratio(baseline: dict[str, Any]) -> None:
+    assert SUITES["floors"] == "awm_runtime.bench._floors"
+    assert baseline["unit"] == "CPU microseconds per call" and baseline["repeats"] == 3
+    for kind in KINDS:
+        figure = baseline[kind]
+        assert figure["cost_us"] > 0 and figure["floor_us"] > 0, kind
+        assert figure["ratio"] == pytest.approx(sorted(r["ratio"] for r in figure["repeats"])[1]), kind  # median
+        assert len(figure["repeats"]) == 3 and figure["floor_is"] and figure["cost_is"]
+    # The episode's floor is the sum of its parts' floors, repeat by repeat: 4 model calls, 3 tool calls, a
+    # verification and a reset.
+    for i, rep in enumerate(baseline["episode"]["repeats"]):
+        parts = (4 * baseline["model_call"]["repeats"][i]["floor_us"] + 3 * baseline["tool_call"]["repeats"][i]
+                 ["floor_us"] + baseline["verify"]["repeats"][i]["floor_us"] + baseline["reset"]["repeats"][i]
+                 ["floor_us"])
+        assert rep["floor_us"] == pytest.approx(parts, abs=1)
+    # A boundary costs at least the work it wraps: the tool call and the model call are above their floors.
+    assert baseline["tool_call"]["ratio"] > 1 and baseline["model_call"]["ratio"] > 1
+    assert "injected" not in baseline
+    rows = {row[0]: row for row in baseline["table"]}
+    assert rows["tool call: cost / floor"][2] == "<= 1.5x" and rows["model call: cost / floor"][2] == "<= 3x"
+    assert set(baseline["met"]) == {"tool_call", "verify", "model_call"}
+
+
+def test_injected_tool_call_cpu_moves_the_tool_call_ratio_by_its_share(baseline: dict[str, Any]) -> None:
+    floor = baseline["tool_call"]["floor_us"]
+    inject = round(3 * floor)  # three floors: the ratio should rise by about 3
+    injected = _run("--inject-us", str(inject), "--inject-at", "tool_call")
+    assert injected["injected"] == {"us": inject, "at": "tool_call"}
+    share = inject / injected["tool_call"]["floor_us"]
+    moved = injected["tool_call"]["ratio"] - baseline["tool_call"]["ratio"]
+    assert 0.6 * share < moved < 1.4 * share
+    # The model call's ratio does not take it (the episode's does: it makes three tool calls).
+    assert abs(injected["model_call"]["ratio"] - baseline["model_call"]["ratio"]) < 0.5 * share
+    assert injected["episode"]["cost_us"] > baseline["episode"]["cost_us"] + 2 * inject
