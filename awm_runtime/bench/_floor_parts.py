@@ -36,21 +36,22 @@ def burn(seconds: float) -> None:
 
 
 def world_cpu_s(world: Any) -> float:
-    """CPU seconds so far of this process, the world's workers, and the verifier server with its reaped forks."""
+    """CPU seconds so far of the world's processes: its workers, and the verifier server with its reaped forks."""
     sandbox = world.sandbox.pid
-    return (time.process_time() + sum(cpu_seconds(pid) for pid in world.pool.pids())
-            + (cpu_seconds(sandbox, reaped=True) if sandbox else 0.0))
+    return sum(cpu_seconds(pid) for pid in world.pool.pids()) + (cpu_seconds(sandbox, reaped=True) if sandbox else 0.0)
 
 
-async def per_call_us(n: int, one: Callable[[int], Awaitable[Any]], cpu: Callable[[], float] = time.process_time,
-                      settle_s: float = 0.0) -> float:
-    """CPU microseconds per call of `one(i)` for i < n, as `cpu` counts it."""
-    before = cpu()
+async def per_call_us(n: int, one: Callable[[int], Awaitable[Any]], world: Any = None,
+                      settle_s: float = 0.0) -> tuple[float, float]:
+    """CPU microseconds per call of `one(i)` for i < n: (this process's, the world's processes') (0 without
+    `world`)."""
+    here, there = time.process_time(), world_cpu_s(world) if world is not None else 0.0
     for i in range(n):
         await one(i)
     if settle_s:
         await asyncio.sleep(settle_s)  # a server reaps its last child
-    return (cpu() - before) / max(1, n) * 1e6
+    here, there = time.process_time() - here, (world_cpu_s(world) - there) if world is not None else 0.0
+    return here / max(1, n) * 1e6, there / max(1, n) * 1e6
 
 
 class AppFloor:

@@ -35,7 +35,6 @@ from awm_runtime.bench._floor_parts import (
     model_request,
     per_call_us,
     ratio,
-    world_cpu_s,
 )
 
 # Issue 49's targets, ratios to floors on a quiet machine (median of 3).
@@ -155,7 +154,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     return _report(args, figures, containment.statement)
 
 
-async def _measure(args: argparse.Namespace, tmp: Path, url: str) -> dict[str, list[tuple[float, float]]]:
+async def _measure(args: argparse.Namespace, tmp: Path, url: str) -> dict[str, list[dict[str, float]]]:
     from awm_runtime import EpisodeSpec, Harness
     from awm_runtime._build import build_shaper
     from awm_runtime._events import bind_emitter
@@ -167,6 +166,7 @@ async def _measure(args: argparse.Namespace, tmp: Path, url: str) -> dict[str, l
     from awm_runtime.models import ModelClient, ModelConfig
     from awm_runtime.models._http import _body, close_sessions
     from awm_runtime.worlds import WorldOptions, load_local_worlds
+    from awm_runtime.worlds._host import ScenarioHost
 
     world = load_local_worlds(write_bench_dataset(tmp / "data", tables=args.tables, tools=args.tools),
                               options=WorldOptions(workers=1, tool_timeout_s=10.0,
@@ -225,6 +225,13 @@ async def _measure(args: argparse.Namespace, tmp: Path, url: str) -> dict[str, l
         async def tool_floor(i: int) -> None:
             await app.request(*requests[i])
 
+        host = ScenarioHost(task.scenario, world.dataset.source(task.scenario).full_code, import_db=app.db)
+        host_db = str(tmp / "host.db")
+        shutil.copyfile(session.initial_db, host_db)
+
+        async def host_call(i: int) -> None:
+            await host.call(host_db, calls[i].name, calls[i].arguments)
+
         async def tool_cost(i: int) -> None:
             await session.call_tool(calls[i])
 
@@ -236,26 +243,30 @@ async def _measure(args: argparse.Namespace, tmp: Path, url: str) -> dict[str, l
         async def verify_floor_call(_: int) -> None:
             verify_floor(session.initial_db, final)
 
-        def cpu() -> float:
-            return world_cpu_s(world)
-
         # Warm every path once: imports, the verifier server, the HTTP connections, the app's first call.
         shutil.copyfile(session.db, final)
-        for warm in (tool_floor, tool_cost, verify_cost, verify_floor_call, model, bare.call, reset, copy, episode):
+        for warm in (tool_floor, tool_cost, host_call, verify_cost, verify_floor_call, model, bare.call, reset, copy,
+                     episode):
             await warm(0)
-        out: dict[str, list[tuple[float, float]]] = {k: [] for k in KINDS}
+        out: dict[str, list[dict[str, float]]] = {k: [] for k in KINDS}
+
+        def pair(kind: str, cost: tuple[float, float], floor: tuple[float, float], **more: float) -> None:
+            out[kind].append({"cost": sum(cost), "floor": sum(floor), "runtime": cost[0], "world": cost[1], **more})
+
         for _ in range(args.repeats):
-            out["tool_call"].append((await per_call_us(args.calls, tool_cost, cpu),
-                                     await per_call_us(args.calls, tool_floor)))
+            cost = await per_call_us(args.calls, tool_cost, world)
+            pair("tool_call", cost, await per_call_us(args.calls, tool_floor),
+                 host=sum(await per_call_us(args.calls, host_call)))
             shutil.copyfile(session.db, final)
-            out["verify"].append((await per_call_us(args.verifies, verify_cost, cpu, settle_s=0.2),
-                                  await per_call_us(args.verifies, verify_floor_call)))
-            out["model_call"].append((await per_call_us(args.model_calls, model),
-                                      await per_call_us(args.model_calls, bare.call)))
-            out["reset"].append((await per_call_us(args.resets, reset, cpu), await per_call_us(args.resets, copy)))
-            floor = (EPISODE_MODEL_CALLS * out["model_call"][-1][1] + EPISODE_TOOL_CALLS * out["tool_call"][-1][1]
-                     + out["verify"][-1][1] + out["reset"][-1][1])
-            out["episode"].append((await per_call_us(args.episodes, episode, cpu, settle_s=0.2), floor))
+            cost = await per_call_us(args.verifies, verify_cost, world, settle_s=0.2)
+            pair("verify", cost, await per_call_us(args.verifies, verify_floor_call))
+            pair("model_call", await per_call_us(args.model_calls, model), await per_call_us(args.model_calls,
+                                                                                              bare.call))
+            pair("reset", await per_call_us(args.resets, reset, world), await per_call_us(args.resets, copy))
+            floors = {k: out[k][-1]["floor"] for k in ("model_call", "tool_call", "verify", "reset")}
+            floor = (EPISODE_MODEL_CALLS * floors["model_call"] + EPISODE_TOOL_CALLS * floors["tool_call"]
+                     + floors["verify"] + floors["reset"])
+            pair("episode", await per_call_us(args.episodes, episode, world, settle_s=0.2), (floor, 0.0))
         await session.close()
         return out
     finally:
@@ -281,8 +292,11 @@ COST_IS = {
 }
 
 
-def _report(args: argparse.Namespace, figures: dict[str, list[tuple[float, float]]],
-            containment: str) -> dict[str, Any]:
+def _median(reps: list[dict[str, float]], key: str) -> float:
+    return round(statistics.median(r[key] for r in reps), 1)
+
+
+def _report(args: argparse.Namespace, figures: dict[str, list[dict[str, float]]], containment: str) -> dict[str, Any]:
     load = os.getloadavg()
     result: dict[str, Any] = {"suite": "floors", "unit": "CPU microseconds per call", "repeats": args.repeats,
                               "cpu_count": os.cpu_count(), "load_avg": [round(x, 2) for x in load],
@@ -291,18 +305,31 @@ def _report(args: argparse.Namespace, figures: dict[str, list[tuple[float, float
         result["injected"] = {"us": args.inject_us, "at": args.inject_at}
     table: list[list[str]] = [["containment", containment, ""]]
     for kind in KINDS:
-        pairs = figures[kind]
-        ratios = [r for cost, floor in pairs if (r := ratio(cost, floor)) is not None]
-        cost, floor = statistics.median(c for c, _ in pairs), statistics.median(f for _, f in pairs)
+        reps = figures[kind]
+        ratios = [r for rep in reps if (r := ratio(rep["cost"], rep["floor"])) is not None]
         median_ratio = round(statistics.median(ratios), 3) if ratios else None
-        result[kind] = {"cost_us": round(cost, 1), "floor_us": round(floor, 1), "ratio": median_ratio,
-                        "repeats": [{"cost_us": round(c, 1), "floor_us": round(f, 1), "ratio": ratio(c, f)}
-                                    for c, f in pairs],
-                        "cost_is": COST_IS[kind], "floor_is": FLOOR_IS[kind]}
+        figure: dict[str, Any] = {
+            "cost_us": _median(reps, "cost"), "floor_us": _median(reps, "floor"), "ratio": median_ratio,
+            # Where the cost is spent: this process (the runtime's side) and the world's processes.
+            "cost_split_us": {"runtime": _median(reps, "runtime"), "world": _median(reps, "world")},
+            "repeats": [{"cost_us": round(r["cost"], 1), "floor_us": round(r["floor"], 1),
+                         "ratio": ratio(r["cost"], r["floor"])} for r in reps],
+            "cost_is": COST_IS[kind], "floor_is": FLOOR_IS[kind]}
+        if kind == "tool_call":  # our host's own work per call (schema check, split, reply text), no boundary
+            figure["host_in_process_us"] = _median(reps, "host")
+            figure["host_ratio"] = ratio(figure["host_in_process_us"], figure["floor_us"])
+        result[kind] = figure
         target = TARGETS.get(kind)
         shown = "unknown" if median_ratio is None else f"{median_ratio:.2f}x"
-        table.append([f"{kind.replace('_', ' ')}: cost / floor", f"{cost:,.0f} / {floor:,.0f} us = {shown}",
+        split = figure["cost_split_us"]
+        where = f" ({split['runtime']:,.0f} runtime + {split['world']:,.0f} world)" if split["world"] else ""
+        table.append([f"{kind.replace('_', ' ')}: cost / floor",
+                      f"{figure['cost_us']:,.0f}{where} / {figure['floor_us']:,.0f} us = {shown}",
                       f"<= {target:g}x" if target else ""])
+        if kind == "tool_call":
+            table.append(["tool call: our host in process / floor",
+                          f"{figure['host_in_process_us']:,.0f} / {figure['floor_us']:,.0f} us = "
+                          f"{figure['host_ratio']}x", ""])
     result["met"] = {k: result[k]["ratio"] is not None and result[k]["ratio"] <= t for k, t in TARGETS.items()}
     if args.inject_us > 0:
         table.append(["injected CPU (test only)", f"{args.inject_us:g} us a call at {args.inject_at}", ""])

@@ -47,6 +47,9 @@ def test_every_cost_has_its_floor_and_ratio(baseline: dict[str, Any]) -> None:
         assert rep["floor_us"] == pytest.approx(parts, abs=1)
     # A boundary costs at least the work it wraps: the tool call and the model call are above their floors.
     assert baseline["tool_call"]["ratio"] > 1 and baseline["model_call"]["ratio"] > 1
+    tool = baseline["tool_call"]  # its cost split between this process and the world worker, and our host alone
+    assert tool["cost_split_us"]["world"] > 0 and tool["cost_split_us"]["runtime"] > 0 and tool["host_ratio"] > 0
+    assert baseline["model_call"]["cost_split_us"]["world"] == 0  # the model server is on neither side
     assert "injected" not in baseline
     rows = {row[0]: row for row in baseline["table"]}
     assert rows["tool call: cost / floor"][2] == "<= 1.5x" and rows["model call: cost / floor"][2] == "<= 3x"
