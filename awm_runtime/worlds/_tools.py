@@ -10,8 +10,8 @@ query, headers and body, and results use the texts an MCP client of fastapi-mcp 
 
 from __future__ import annotations
 
+import contextlib
 import json
-import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,8 +21,6 @@ _METHODS = ("get", "post", "put", "delete", "patch")
 _REF_PREFIX = "#/components/schemas/"
 _DISPLAY_DROP = ("allOf", "anyOf", "oneOf", "nullable", "discriminator", "readOnly", "writeOnly", "xml",
                  "externalDocs")
-# Where orjson and json differ: exponent floats (1e16 vs 1e+16) and ints past 64 bits (orjson reads floats).
-_ORJSON_UNSAFE = re.compile(rb"\d[eE][+-]?\d|\d{19}")
 _STRING_EXAMPLES = {"date-time": "2023-01-01T00:00:00Z", "date": "2023-01-01", "email": "user@example.com",
                     "uri": "https://example.com"}
 
@@ -201,17 +199,38 @@ def query_value(value: Any) -> str:
     return "" if value is None else str(value)
 
 
+_NOT_JSON = object()
+
+
+def _writes_alike(value: Any) -> bool:
+    """Whether orjson writes `value` as json.dumps does. They differ on floats that Python writes with an exponent
+    (1e+16 against 1e16, 1e-05 against 1e-5); orjson reads an int past 64 bits as such a float."""
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, dict):
+            stack.extend(v.values())
+        elif isinstance(v, list):
+            stack.extend(v)
+        elif type(v) is float and "e" in repr(v):
+            return False
+    return True
+
+
 def pretty_json(body: bytes) -> str | None:
     """`json.dumps(json.loads(body), indent=2, ensure_ascii=False)`, or None if the body is not JSON.
 
-    orjson writes the same text ten times faster, except for floats with an exponent, NaN and
-    ints past 64 bits: bodies that may hold those take Python's path.
-    """
-    if not _ORJSON_UNSAFE.search(body):
-        try:
-            return orjson.dumps(orjson.loads(body), option=orjson.OPT_INDENT_2).decode()
-        except (orjson.JSONDecodeError, TypeError):
-            pass
+    orjson writes the same text ten times faster, except for floats Python writes with an exponent (and ints
+    past 64 bits, which orjson reads as such floats) and NaN (which orjson refuses): bodies that hold those take
+    Python's path. The values are checked once parsed, so a float written without an exponent but read as one
+    (0.00001) is caught too; checking them costs less than a regular expression over the whole body."""
+    try:
+        value = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        value = _NOT_JSON
+    if value is not _NOT_JSON and _writes_alike(value):
+        with contextlib.suppress(TypeError):
+            return orjson.dumps(value, option=orjson.OPT_INDENT_2).decode()
     try:
         return json.dumps(json.loads(body), indent=2, ensure_ascii=False)
     except (json.JSONDecodeError, UnicodeDecodeError):
