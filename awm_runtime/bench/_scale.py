@@ -341,7 +341,8 @@ def _report(args: argparse.Namespace, summary: dict[str, Any], out: Path, sample
     peaks = summary.get("bench_peaks") or {}
     times = summary.get("bench_times")
     batch = (batch_figures(summary.get("model_server_lateness") or {}, calls, latency, times["run_started"],
-                           times["run_ended"], times["bench_started"], BATCH_TARGETS.get((n, latency), BATCH_TARGET))
+                           times["run_ended"], times["bench_started"], BATCH_TARGETS.get((n, latency), BATCH_TARGET),
+                           out / "episodes.jsonl")
              if getattr(args, "batch", False) and times else None)
     if batch is not None:
         batch["reply_to_next_request_s"] = reply_to_request_gaps(out / "events.jsonl")
@@ -384,6 +385,8 @@ def _report(args: argparse.Namespace, summary: dict[str, Any], out: Path, sample
         ["shards", str(summary["shards"]), ""],
         *([["batch makespan (first request to last reply)", f"{batch['makespan_s']} s of ideal "
             f"{batch['ideal_makespan_s']} s: {batch['efficiency']:.1%}", f">= {batch['target']:.0%}"],
+           ["batch: first request to last episode recorded", f"{batch['first_request_to_last_record_s']} s: "
+            f"{batch['share_of_ideal'] or 0:.1%} of ideal", ""],
            ["batch: prepare | run start to first request", f"{batch['prepare_s']} s | "
             f"{batch['run_start_to_first_request_s']} s", ""]]
           if batch and batch.get("efficiency") is not None else []),

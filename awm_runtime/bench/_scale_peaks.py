@@ -182,17 +182,23 @@ def _sampler_main() -> None:
 
 
 def batch_figures(server_stats: dict[str, Any], calls: list[int], latency: float, run_started_unix: float,
-                  run_ended_unix: float, bench_started_unix: float, target: float = BATCH_TARGET) -> dict[str, Any]:
+                  run_ended_unix: float, bench_started_unix: float, target: float = BATCH_TARGET,
+                  records: Path | None = None) -> dict[str, Any]:
     """Makespan from the model server's first request to its last reply, against the ideal: the longest
     episode's model time. Also what came before (preparing: worlds, preflight) and after (the last
-    verifications and the logs)."""
+    verifications and the logs), and, with the run's `records` (episodes.jsonl, whose last write is the last
+    episode recorded), the share of ideal issue 49 counts: ideal / (first request -> last episode recorded)."""
     first, last = server_stats.get("first_request_unix"), server_stats.get("last_reply_unix")
     if first is None or last is None or not calls:
-        return {"makespan_s": None, "ideal_makespan_s": None, "efficiency": None}
+        return {"makespan_s": None, "ideal_makespan_s": None, "efficiency": None, "share_of_ideal": None}
     makespan = last - first
     ideal = max(calls) * latency
+    recorded = records.stat().st_mtime if records is not None and records.is_file() else None
+    to_record = recorded - first if recorded is not None else None
     return {"makespan_s": round(makespan, 2), "ideal_makespan_s": round(ideal, 2),
             "efficiency": round(ideal / makespan, 4) if makespan > 0 else None,
+            "first_request_to_last_record_s": None if to_record is None else round(to_record, 2),
+            "share_of_ideal": round(ideal / to_record, 4) if to_record else None,
             "prepare_s": round(run_started_unix - bench_started_unix, 2),
             "run_start_to_first_request_s": round(first - run_started_unix, 2),
             "last_reply_to_run_end_s": round(run_ended_unix - last, 2),

@@ -54,6 +54,10 @@ def test_a_batch_reports_its_makespan_and_the_peaks_of_the_run() -> None:
     batch: dict[str, float] = r["batch"]  # type: ignore[assignment]
     assert batch["ideal_makespan_s"] >= 0.2 and batch["makespan_s"] >= batch["ideal_makespan_s"] * 0.9
     assert 0 < batch["efficiency"] <= 1.1 and batch["target"] == 0.85
+    # Issue 49's share of ideal runs to the last episode recorded, after the last reply: never more than the
+    # model side's own window.
+    assert batch["first_request_to_last_record_s"] >= batch["makespan_s"]
+    assert 0 < batch["share_of_ideal"] <= batch["efficiency"]
     assert batch["prepare_s"] >= 0 and batch["run_start_to_first_request_s"] >= 0
     # Where the batch waited between model calls, turn by turn: every episode made 2 or more calls here.
     gaps: dict[str, dict[str, float]] = batch["reply_to_next_request_s"]  # type: ignore[assignment]
