@@ -58,7 +58,7 @@ def test_every_cost_has_its_floor_and_ratio(baseline: dict[str, Any]) -> None:
 
 def test_injected_tool_call_cpu_moves_the_tool_call_ratio_by_its_share(baseline: dict[str, Any]) -> None:
     floor = baseline["tool_call"]["floor_us"]
-    inject = round(3 * floor)  # three floors: the ratio should rise by about 3
+    inject = round(5 * floor)  # five floors: the ratio should rise by about 5, well above its noise
     injected = _run("--inject-us", str(inject), "--inject-at", "tool_call")
     assert injected["injected"] == {"us": inject, "at": "tool_call"}
     share = inject / injected["tool_call"]["floor_us"]
