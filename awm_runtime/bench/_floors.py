@@ -57,8 +57,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     # Test-only: a known CPU cost in one boundary path (this process, before the runtime's own call), so that a
     # test can check that the right ratio moves by its share and the others do not.
     p.add_argument("--inject-us", type=float, default=0.0, help=argparse.SUPPRESS)
-    p.add_argument("--inject-at", choices=("tool_call", "verify", "model_call"), default="tool_call",
-                   help=argparse.SUPPRESS)
+    p.add_argument("--inject-at", choices=("tool_call", "verify", "model_call"), action="append",
+                   help=argparse.SUPPRESS)  # repeatable; tool_call when not given
 
 
 def _start_server() -> tuple[subprocess.Popen[str], str]:
@@ -73,12 +73,17 @@ def _start_server() -> tuple[subprocess.Popen[str], str]:
     return proc, url
 
 
+def _inject_at(args: argparse.Namespace) -> list[str]:
+    return list(dict.fromkeys(args.inject_at or ["tool_call"]))
+
+
 def _inject(args: argparse.Namespace, world: Any, client: Any) -> None:
     """Burn `--inject-us` of CPU in this process at the start of one boundary path, as the runtime calls it."""
     seconds = args.inject_us / 1e6
     if seconds <= 0:
         return
-    if args.inject_at == "tool_call":
+    at = _inject_at(args)
+    if "tool_call" in at:
         real_call = world.pool.call
 
         async def call(*a: Any, **kw: Any) -> Any:
@@ -86,15 +91,15 @@ def _inject(args: argparse.Namespace, world: Any, client: Any) -> None:
             return await real_call(*a, **kw)
 
         world.pool.call = call
-    elif args.inject_at == "verify":
-        real_evidence = world.verifier.evidence
+    if "verify" in at:  # the sandbox's run: once a verification (the verifier's evidence may recurse once)
+        real_run = world.sandbox.run
 
-        async def evidence(*a: Any, **kw: Any) -> Any:
+        async def run(*a: Any, **kw: Any) -> Any:
             burn(seconds)
-            return await real_evidence(*a, **kw)
+            return await real_run(*a, **kw)
 
-        world.verifier.evidence = evidence
-    else:
+        world.sandbox.run = run
+    if "model_call" in at:
         from awm_runtime.bench._scale_peaks import BurningTransport
 
         client._transport = BurningTransport(client.transport, seconds)
@@ -302,7 +307,7 @@ def _report(args: argparse.Namespace, figures: dict[str, list[dict[str, float]]]
                               "cpu_count": os.cpu_count(), "load_avg": [round(x, 2) for x in load],
                               "containment": containment, "targets": TARGETS}
     if args.inject_us > 0:
-        result["injected"] = {"us": args.inject_us, "at": args.inject_at}
+        result["injected"] = {"us": args.inject_us, "at": _inject_at(args)}
     table: list[list[str]] = [["containment", containment, ""]]
     for kind in KINDS:
         reps = figures[kind]
@@ -332,7 +337,7 @@ def _report(args: argparse.Namespace, figures: dict[str, list[dict[str, float]]]
                           f"{figure['host_ratio']}x", ""])
     result["met"] = {k: result[k]["ratio"] is not None and result[k]["ratio"] <= t for k, t in TARGETS.items()}
     if args.inject_us > 0:
-        table.append(["injected CPU (test only)", f"{args.inject_us:g} us a call at {args.inject_at}", ""])
+        table.append(["injected CPU (test only)", f"{args.inject_us:g} us a call at {', '.join(_inject_at(args))}", ""])
     table.append(["load average (1 min)", f"{load[0]:.2f} on {os.cpu_count()} cores", "quiet machine"])
     result["table"] = table
     return result

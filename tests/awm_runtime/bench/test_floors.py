@@ -16,7 +16,7 @@ import pytest
 from awm_runtime.bench import SUITES
 from awm_runtime.bench._floors import KINDS, add_arguments, run
 
-SMALL = ["--calls", "60", "--verifies", "6", "--model-calls", "60", "--resets", "20", "--episodes", "2"]
+SMALL = ["--calls", "60", "--verifies", "20", "--model-calls", "60", "--resets", "20", "--episodes", "2"]
 
 
 def _run(*extra: str) -> dict[str, Any]:
@@ -56,14 +56,20 @@ def test_every_cost_has_its_floor_and_ratio(baseline: dict[str, Any]) -> None:
     assert set(baseline["met"]) == {"tool_call", "verify", "model_call"}
 
 
-def test_injected_tool_call_cpu_moves_the_tool_call_ratio_by_its_share(baseline: dict[str, Any]) -> None:
+def test_injected_cpu_moves_the_ratios_of_its_paths_by_its_share(baseline: dict[str, Any]) -> None:
     floor = baseline["tool_call"]["floor_us"]
-    inject = round(5 * floor)  # five floors: the ratio should rise by about 5, well above its noise
-    injected = _run("--inject-us", str(inject), "--inject-at", "tool_call")
-    assert injected["injected"] == {"us": inject, "at": "tool_call"}
+    inject = round(5 * floor)  # five tool-call floors: that ratio should rise by about 5, well above its noise
+    injected = _run("--inject-us", str(inject), "--inject-at", "tool_call", "--inject-at", "verify")
+    assert injected["injected"] == {"us": inject, "at": ["tool_call", "verify"]}
     share = inject / injected["tool_call"]["floor_us"]
     moved = injected["tool_call"]["ratio"] - baseline["tool_call"]["ratio"]
     assert 0.6 * share < moved < 1.4 * share
-    # The model call's ratio does not take it (the episode's does: it makes three tool calls).
+    # A verification's ratio is ~15 over a floor of ~0.5 ms, so a run's floor moving by a tenth moves it by 1.5
+    # with no change of its cost: its cost is checked to take the injection, and its ratio to rise with it.
+    verify = injected["verify"]
+    assert 0.5 * inject < verify["cost_us"] - baseline["verify"]["cost_us"] < 1.5 * inject
+    assert verify["ratio"] - baseline["verify"]["ratio"] > 0.5 * inject / verify["floor_us"]
+    # The model call's ratio does not take it (the episode's does: it makes three tool calls and a verification).
+    share = inject / injected["tool_call"]["floor_us"]
     assert abs(injected["model_call"]["ratio"] - baseline["model_call"]["ratio"]) < 0.5 * share
-    assert injected["episode"]["cost_us"] > baseline["episode"]["cost_us"] + 2 * inject
+    assert injected["episode"]["cost_us"] > baseline["episode"]["cost_us"] + 3 * inject
