@@ -252,7 +252,7 @@ async def _play(ep: EpisodeState, session: WorldSession, harness: Harness, sinks
                 ep.add(harness.policy.observe(pt, render("expert_withheld.md"), "system"))
             else:
                 await _ask_expert(ep, pt, action, world_tools, harness, sinks, hook)
-        elif isinstance(action, CallTool):
+        else:
             await _call_world(ep, pt, action, session, harness, sinks)
         _apply_nudges(ep, harness, sinks)
         if hook is not None:

@@ -81,6 +81,8 @@ def classify(exc: BaseException) -> ModelErrorKind:
     refused = isinstance(exc, ll.BadRequestError | ll.UnprocessableEntityError) or status in OVERFLOW_STATUSES
     if refused and is_context_overflow(_error_text(exc)):
         return "context"  # litellm knows OpenAI's and vLLM's wording, not llama.cpp's or TGI's: the text decides
+    if refused and is_filtered(_error_text(exc)) and not isinstance(exc, ll.ContextWindowExceededError):
+        return "content_filter"  # as the OpenAI-wire transport classes the same answer (kind_for_status)
     if status == 400 and is_bad_key(_error_text(exc)):
         return "auth"  # Gemini answers a wrong key with 400 INVALID_ARGUMENT
     if isinstance(status, int) and 400 <= status < 500 and is_spend_cap(_error_text(exc)):
@@ -138,6 +140,12 @@ def is_bad_key(text: str) -> bool:
     return bool(_BAD_KEY.search(text.lower()))
 
 
+def is_filtered(text: str) -> bool:
+    """Whether an error answer says a content filter refused the request or the reply."""
+    lowered = text.lower()
+    return any(h in lowered for h in _FILTER_HINTS)
+
+
 def is_context_overflow(text: str) -> bool:
     """Whether an error answer says the request does not fit the model's context window."""
     return bool(_OVERFLOW.search(text.lower()))
@@ -173,8 +181,7 @@ def kind_for_status(status: int, text: str = "") -> ModelErrorKind:
         return "auth"
     if status == 404:
         return "not_found"
-    lowered = text.lower()
-    if any(h in lowered for h in _FILTER_HINTS):
+    if is_filtered(text):
         return "content_filter"
     return "bad_request"
 

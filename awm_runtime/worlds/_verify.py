@@ -43,7 +43,7 @@ def code_problem(verifier: VerifierDef) -> str | None:
     try:
         tree = ast.parse(verifier.code)
     except SyntaxError as exc:
-        return f"verifier code does not parse: {exc.msg} (line {exc.lineno})"
+        return f"verifier code does not parse: {exc.msg}" + (f" (line {exc.lineno})" if exc.lineno else "")
     except (ValueError, RecursionError, MemoryError) as exc:  # NUL bytes, absurd nesting
         return f"verifier code does not parse: {type(exc).__name__}: {str(exc)[:200]}"
     if not any(isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef) and n.name == function for n in tree.body):

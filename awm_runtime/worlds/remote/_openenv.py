@@ -101,6 +101,10 @@ class OpenEnvWorld(RemoteWorld):
 
     def __init__(self, base_url: str, options: RemoteOptions | None = None) -> None:
         parts = urlsplit(base_url)
+        try:
+            _ = parts.port  # read for its check: a port that is not a number in 0-65535 raises
+        except ValueError as exc:
+            raise ConfigError(f"--worlds openenv+{base_url}: {exc}; expected openenv+http://HOST:PORT") from None
         if parts.scheme not in ("http", "https") or not parts.netloc:
             raise ConfigError(f"--worlds openenv+{base_url}: expected openenv+http://HOST:PORT")
         super().__init__(f"openenv+{base_url}", options)

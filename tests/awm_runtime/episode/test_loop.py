@@ -3,10 +3,22 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import uuid
 from typing import Any
 
-from awm_runtime import EpisodeSpec, Harness, Malformed, run_episode
+from awm_runtime import (
+    Advice,
+    EpisodeSpec,
+    Harness,
+    ListTools,
+    Malformed,
+    Message,
+    ModelRef,
+    PolicyTurn,
+    Usage,
+    run_episode,
+)
 from awm_runtime.episode import EpisodeLimits, ExpertBudget
 from awm_runtime.experts import OracleExpert
 from awm_runtime.nudges import OnError, OnStall
@@ -161,3 +173,87 @@ async def test_cancellation_propagates(tiny_world: Any) -> None:
         pass
     else:  # pragma: no cover
         raise AssertionError("cancellation was swallowed")
+
+
+class BrokenSink:
+    def emit(self, event: Any) -> None:
+        raise RuntimeError("disk full")
+
+
+async def test_a_broken_sink_neither_ends_the_episode_nor_starves_the_others(tiny_world: Any) -> None:
+    task = task_of(tiny_world, 0)
+    session = await tiny_world.open(task, episode_id=uuid.uuid4().hex)
+    good = CollectSink()
+    try:
+        record = await run_episode(EpisodeSpec(scenario=task.scenario, task_idx=0), task, session,
+                                   Harness(policy=ScriptedPolicy(RIGHT), shaper=awm()), sinks=[BrokenSink(), good])
+    finally:
+        await session.close()
+    assert record.outcome == "complete" and record.error is None
+    assert good.events[0].name == "episode_started" and good.events[-1].name == "episode_ended"
+
+
+class ListingPolicy(ScriptedPolicy):
+    """Asks for the tool list first (the AWM protocol's list_tools), then plays its script."""
+
+    async def act(self, messages: Any, tools: Any, *, seed: int = 0) -> Any:
+        if self.calls == 0:
+            self.calls += 1
+            return PolicyTurn(message=Message(role="assistant", content="list", source="policy"), action=ListTools())
+        return await super().act(messages, tools, seed=seed)
+
+
+async def test_list_tools_is_answered_with_the_offered_tools(tiny_world: Any) -> None:
+    record = await play(tiny_world, 0, ListingPolicy(["x", *RIGHT]))
+    listing = record.messages[2]
+    assert listing.source == "world" and record.outcome == "complete"
+    assert [t["name"] for t in json.loads(listing.content or "")] == [t["function"]["name"] for t in record.tools]
+
+
+def offered(record: Any) -> set[str]:
+    return {t["function"]["name"] for t in record.tools}
+
+
+class Advising:
+    """A speak-first advisor (the Advisor protocol), a real plug-in: one opening piece of advice."""
+
+    ref = ModelRef(alias="advisor", model="test/advisor")
+
+    def __init__(self, text: str | None, *, askable: bool = False) -> None:
+        self.text, self._askable = text, askable
+        self.requests: list[Any] = []
+
+    @property
+    def askable(self) -> bool:
+        return self._askable
+
+    async def opening_advice(self, request: Any) -> Advice | None:
+        self.requests.append(request)
+        return None if self.text is None else Advice(self.text, "advisor", Usage(calls=1, prompt_tokens=7),
+                                                     latency_s=0.01)
+
+    async def advise(self, request: Any) -> Advice:
+        return Advice("ask me again later", "advisor")
+
+
+async def test_a_static_advisor_speaks_once_before_the_first_turn_and_is_not_offered(tiny_world: Any) -> None:
+    advisor = Advising("Create the note with create_note.")
+    sink = CollectSink()
+    record = await play(tiny_world, 0, ScriptedPolicy(RIGHT), expert=advisor, sink=sink)
+    assert [m.source for m in record.messages[:3]] == ["system", "expert", "policy"]
+    assert "Create the note with create_note." in (record.messages[1].content or "")
+    assert [r.turn for r in advisor.requests] == [0] and "ask_expert" not in offered(record)
+    assert record.expert_calls == 1 and record.outcome == "complete"
+    assert [e.name for e in sink.events].count("expert_called") == 1
+
+
+async def test_an_advisor_with_nothing_to_say_or_no_budget_adds_nothing(tiny_world: Any) -> None:
+    silent = Advising(None, askable=True)
+    record = await play(tiny_world, 0, ScriptedPolicy(RIGHT), expert=silent)
+    assert len(silent.requests) == 1 and record.expert_calls == 0 and "expert" not in {m.source for m in
+                                                                                       record.messages}
+    assert "ask_expert" in offered(record)  # askable: offered after its (empty) opening
+    broke = Advising("never shown")
+    record = await play(tiny_world, 0, ScriptedPolicy(RIGHT), expert=broke,
+                        limits=EpisodeLimits(expert_budget=ExpertBudget(calls=0)))
+    assert broke.requests == [] and record.expert_calls == 0

@@ -131,6 +131,29 @@ async def test_client_errors_are_not_retried(status: int, kind: str) -> None:
     assert info.value.kind == kind and len(s.requests) == 1
 
 
+@pytest.mark.parametrize(("first", "kind"), [
+    (Reply.error(400, "content_filter: the response was filtered"), "content_filter"),
+    (Reply.error(400, "API key not valid. Please pass a valid API key."), "auth"),  # Gemini's wrong key
+    (Reply.error(429, "Your budget has been exceeded"), "bad_request"),  # a spent budget: waiting cannot help
+])
+async def test_refusals_that_no_retry_can_change_are_classed_and_not_retried(first: Reply, kind: str) -> None:
+    with FakeOpenAI(key=KEY, script=[first, Reply(content="fine")]) as s, pytest.raises(ModelError) as info:
+        await client(s).complete(HI)
+    assert info.value.kind == kind and len(s.requests) == 1
+
+
+@pytest.mark.parametrize("first", [
+    Reply.error(408, "request timeout"),
+    Reply.error(429, "busy", retry_after="soon"),  # a Retry-After that is not seconds: the backoff decides
+    Reply.error(429, 'quota exhausted, "retryDelay": "0.1s"'),  # Gemini's RetryInfo, in the body
+])
+async def test_passing_failures_are_retried(first: Reply) -> None:
+    with FakeOpenAI(key=KEY, script=[first, Reply(content="fine")]) as s:
+        reply = await client(s).complete(HI)
+    assert reply.content == "fine" and len(s.requests) == 2
+    assert [e.retries for e in endpoint_stats() if e.endpoint == s.url] == [1]
+
+
 async def test_context_overflow_is_not_retried() -> None:
     overflow = Reply.error(400, "This model's maximum context length is 8192 tokens. However, your messages "
                                 "resulted in 9000 tokens. context_length_exceeded")

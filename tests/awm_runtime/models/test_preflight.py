@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import socket
+
 import pytest
+from aiohttp import web
 
 from awm_runtime import ConfigError
 from awm_runtime.models import ModelConfig, preflight
@@ -132,3 +135,44 @@ async def test_a_thinking_alias_is_probed_with_its_own_max_tokens_and_its_params
         await preflight([("policy", config)])
     assert a.refused == [] and a.requests[-1]["max_tokens"] == 4096
     assert config.params == params  # the probe's tool is not left in the alias's params
+
+
+@pytest.mark.parametrize(("reply", "said"), [
+    (Reply.error(401, "key revoked for completions"),
+     "policy model 'p': the endpoint rejected the key in PF_KEY: HTTP 401: key revoked for completions"),
+    (Reply.error(404, "no such model"), "policy model 'p': the endpoint does not know 'openai/fake-model': HTTP 404: "
+                                     "no such model; fix model under [models.p] in awm.toml, or --policy-model"),
+])
+async def test_a_test_completion_refused_by_class_says_what_to_fix(reply: Reply, said: str) -> None:
+    with FakeOpenAI(key=KEY, default=reply) as s, pytest.raises(ConfigError) as info:  # /models answers fine
+        await preflight([("policy", cfg("p", s.url))])
+    [line] = str(info.value).splitlines()
+    assert said in line and KEY not in line
+
+
+async def test_an_alias_without_api_base_is_checked_where_openai_base_url_points(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    with FakeOpenAI(key="another-key-000") as s:
+        monkeypatch.setenv("OPENAI_BASE_URL", s.url)
+        config = ModelConfig(alias="hosted", model="openai/fake-model", api_key_env="PF_KEY")
+        with pytest.raises(ConfigError, match=rf"hosted.*: {s.url} rejected the key in PF_KEY \(HTTP 401\)"):
+            await preflight([("policy", config)], mode="quick")
+
+
+@pytest.mark.parametrize(("status", "body"), [(405, "no model list here"), (200, "[not json")])
+async def test_an_endpoint_that_answers_without_a_model_list_passes_the_endpoint_check(status: int, body: str) -> None:
+    """Some servers have no /models, or answer it with something else: that the endpoint answered is the check."""
+    async def models(_: web.Request) -> web.Response:
+        return web.Response(status=status, text=body)
+
+    app = web.Application()
+    app.router.add_get("/v1/models", models)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        await web.SockSite(runner, sock).start()
+        try:
+            await preflight([("policy", cfg("p", f"http://127.0.0.1:{sock.getsockname()[1]}/v1"))], mode="quick")
+        finally:
+            await runner.cleanup()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
 
@@ -31,6 +32,16 @@ def test_toml_overlays_and_adds_aliases(tmp_path: Path) -> None:
     ('[models.x]\nmodel = "openai/m"\nretries = { auth = 3 }\n', "not retryable"),
     ('[models.x]\nmodel = "openai/m"\nmax_concurency = 3\n', "max_concurency"),
     ('[models.x]\nmodel = "openai/m"\napi_key = "sk-live"\n', "api_key"),
+    ('[models.x]\nmodel = "openai/m"\nretries = { server = -1 }\n', "retries.server must be a whole number >= 0"),
+    ('[models.x]\nmodel = "  "\n', "[models.x] model: Value error, model must be a litellm model string"),
+    ('[models.x]\nmodel = "openai/m"\ntransport = "http"\n', "transport = 'http' needs api_base"),
+    ('[models.x]\nmodel = "openai/m"\ntito = true\n', 'tito = true needs protocol "hermes" or "awm"'),
+    ('[models.x]\nmodel = "openai/m"\nlocal_server = { gguf = " " }\n',
+     "[models.x] local_server.gguf: Value error, gguf must be a .gguf path or PACKAGE:FILE"),
+    ('[models.x]\nmodel = "openai/m"\nrpm = 0\n', "[models.x] rpm: Input should be greater than or equal to 1"),
+    ("models = 3\n", "[models] must be a table of aliases"),
+    ("[models]\nx = 3\n", "[models.x] must be a table"),
+    ("[models.x\n", "not valid TOML"),
 ])
 def test_bad_alias_fields_are_one_line_errors(tmp_path: Path, body: str, needle: str) -> None:
     path = tmp_path / "awm.toml"
@@ -38,6 +49,29 @@ def test_bad_alias_fields_are_one_line_errors(tmp_path: Path, body: str, needle:
     with pytest.raises(ConfigError) as info:
         load_registry(path)
     assert needle in str(info.value) and "\n" not in str(info.value) and "sk-live" not in str(info.value)
+
+
+def test_a_config_file_that_is_not_there_is_named(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"^config file '.*/awm\.toml' not found$"):
+        load_registry(tmp_path / "awm.toml")
+
+
+def test_command_line_and_manifest_aliases_are_checked_like_the_file() -> None:
+    reg = load_registry()
+    assert reg.with_overrides("gpt-4.1-mini", rpm=30, tpm=None).get("gpt-4.1-mini").rpm == 30
+    with pytest.raises(ConfigError, match=r'^command line: \[models\."gpt-4\.1-mini"\] rpm: Input should be'):
+        reg.with_overrides("gpt-4.1-mini", rpm=0)
+    stored = reg.with_aliases({"old-policy": {"model": "openai/old", "max_concurrency": 3}})
+    assert "old-policy" in stored and stored.get("old-policy").max_concurrency == 3 and "old-policy" not in reg
+    with pytest.raises(ConfigError, match=r"^manifest\.json: \[models\.bad\] model: Field required$"):
+        reg.with_aliases({"bad": {}})
+
+
+def test_an_unknown_role_is_refused_and_no_route_changes_nothing() -> None:
+    reg = load_registry()
+    with pytest.raises(ConfigError, match=r"^unknown role 'critic'; roles are policy, expert, judge$"):
+        reg.with_role_overrides(cast(Any, "critic"), api_base="http://x/v1")
+    assert reg.with_role_overrides("policy", api_base=None) is reg
 
 
 def test_unknown_alias_suggests_close_names() -> None:

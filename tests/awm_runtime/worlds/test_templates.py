@@ -91,3 +91,28 @@ def test_a_template_that_cannot_be_read_removes_no_file_at_the_destination(tmp_p
     with pytest.raises(OSError):
         clone_checked(path, dst, size, digest)
     assert dst.read_bytes() == b"another episode's DB"
+
+
+def test_a_first_clone_onto_a_taken_name_is_refused_and_leaves_it(tmp_path: Path) -> None:
+    path, size, digest = _template(tmp_path)  # never matched yet: the clone reads, hashes and writes it
+    dst = tmp_path / "taken.db"
+    dst.write_bytes(b"another episode's DB")
+    with pytest.raises(FileExistsError):
+        clone_checked(path, dst, size, digest)
+    assert dst.read_bytes() == b"another episode's DB"
+
+
+def test_a_full_disk_while_writing_a_hashed_copy_is_no_room_and_leaves_nothing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path, size, digest = _template(tmp_path)
+
+    def full(*args: object) -> int:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(_templates.os, "write", full)
+    with pytest.raises(WorldError, match=rf"^no room for an episode DB in {tmp_path}: No space left on device$"):
+        clone_checked(path, tmp_path / "f.db", size, digest)
+    assert not (tmp_path / "f.db").exists()
+    monkeypatch.undo()
+    clone_checked(path, tmp_path / "f.db", size, digest)  # room again: the same clone works
+    assert (tmp_path / "f.db").read_bytes() == path.read_bytes()

@@ -164,3 +164,35 @@ async def _settled(condition: Any, within_s: float = 10.0) -> bool:
             return False
         await asyncio.sleep(0.02)
     return True
+
+
+@pytest.mark.parametrize(("answer", "said"), [
+    ("<html>not an env</html>", r"__list_scenarios__ failed: ws://127\.0\.0\.1:\d+/ws: reply is not JSON: "
+                                r"'<html>not an env</html>'$"),
+    ('{"type": "error", "data": {"code": "UNKNOWN_TYPE", "message": "what is step?"}}',
+     r"__list_scenarios__ failed: ws://127\.0\.0\.1:\d+/ws: server error UNKNOWN_TYPE: what is step\?$"),
+    ('{"type": "observation", "data": {"observation": {"reward_type": "unknown_tool", "error": "no such tool"}}}',
+     r"__list_scenarios__ answered unknown_tool: no such tool$"),
+])
+async def test_a_server_that_is_not_an_awm_env_is_one_config_error(answer: str, said: str) -> None:
+    """Any websocket server on the port, answering its own way: the connect says what it got, in one line."""
+    from websockets.asyncio.server import ServerConnection, serve
+
+    async def handler(ws: ServerConnection) -> None:
+        async for _ in ws:
+            await ws.send(answer)
+
+    async with serve(handler, "127.0.0.1", 0) as server:
+        port = next(iter(server.sockets)).getsockname()[1]
+        world = OpenEnvWorld(f"http://127.0.0.1:{port}", FAST)
+        with pytest.raises(ConfigError, match=rf"^--worlds openenv\+http://127\.0\.0\.1:{port}: " + said) as info:
+            await world.connect()
+    assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize(("port", "said"), [("x", "Port could not be cast to integer value as 'x'"),
+                                           ("99999", "Port out of range 0-65535")])
+def test_a_port_that_is_not_one_is_a_config_error(port: str, said: str) -> None:
+    with pytest.raises(ConfigError, match=rf"^--worlds openenv\+http://127\.0\.0\.1:{port}: {said}; expected "
+                                          r"openenv\+http://HOST:PORT$"):
+        load_worlds(f"openenv+http://127.0.0.1:{port}")
