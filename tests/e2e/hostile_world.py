@@ -17,7 +17,7 @@ from awm_runtime.worlds._pack import merge_rows, scenario_rows, write_dataset
 KEY_MARK = "sk-hostile-"  # every fake key the tests set starts with this
 
 HOSTILE_APP = f'''
-import ctypes, os, socket, sqlite3, sys, threading, time
+import ctypes, os, socket, sqlite3, sys, threading
 from fastapi import FastAPI, Query
 from pydantic import BaseModel
 from sqlalchemy import Column, Integer, String, create_engine
@@ -187,14 +187,23 @@ async def fork_bomb():
 
 @app.post("/bomb/threads", operation_id="thread_bomb", summary="Start threads until something gives")
 async def thread_bomb():
-    started = 0
+    # Every thread is held until the limit stops the bomb, so it reaches the limit however slowly threads start
+    # (threads that lived a fixed time could end as fast as a loaded machine started them: the bomb then ran on
+    # past the tool deadline). They are released and joined before the reply, so the next call has room.
+    release = threading.Event()
+    held = []
+    stopped_by = None
     try:
         for _ in range(100000):
-            threading.Thread(target=time.sleep, args=(2,), daemon=True).start()
-            started += 1
+            thread = threading.Thread(target=release.wait, daemon=True)
+            thread.start()
+            held.append(thread)
     except BaseException as exc:
-        return {{"started": started, "stopped_by": type(exc).__name__}}
-    return {{"started": started, "stopped_by": None}}
+        stopped_by = type(exc).__name__
+    release.set()
+    for thread in held:
+        thread.join()
+    return {{"started": len(held), "stopped_by": stopped_by}}
 
 
 @app.post("/bomb/cpu", operation_id="cpu_spin", summary="Spin forever")

@@ -204,9 +204,11 @@ def test_a_misbehaving_scenario_fails_only_its_own_episodes(user: str | None, ro
         rec = hanging[f"Hang {i}."]
         assert rec["outcome"] == "error" and rec["end_reason"] == "world_error", rec["error"]
         assert f"did not finish within {TIMEOUT_S:g}s" in rec["error"]["message"]
-    # They started together (and waited for the same build): they end together, not 2, 4, 6, 8 s apart.
+    # They started together (and waited for the same build): they end together, not a timeout apart each (one
+    # after another would spread them over 3 timeouts). Only the spread is bounded: the shared build's time,
+    # which load stretches, is in every one of them.
     walls = [hanging[f"Hang {i}."]["timings"]["wall_s"] for i in range(4)]
-    assert max(walls) < 2 * TIMEOUT_S and max(walls) - min(walls) < TIMEOUT_S, walls
+    assert max(walls) - min(walls) < TIMEOUT_S, walls
     assert [hanging[f"Slow beside hangs {i}."]["error"] for i in range(2)] == [None, None]
     crash = faulty["Crash beside others."]
     assert crash["outcome"] == "error" and "died" in crash["error"]["message"], crash["error"]

@@ -172,7 +172,9 @@ async def test_a_handler_that_fails_mid_write_does_not_lock_the_db(trap_world: A
         failed = await session.call_tool(call("half_write"))
         assert failed.is_error and "Status code: 500" in failed.text
         added = await session.call_tool(call("add_item", {"name": "after"}))
-        assert not added.is_error and added.elapsed_ms < 2000 and '"count": 3' in added.text  # "half" rolled back
+        # A lock left behind would hold the call to sqlite's 5-s busy timeout, past this world's 3-s tool timeout:
+        # an error. So success is the check, with no clock bound a loaded machine could cross.
+        assert not added.is_error and '"count": 3' in added.text  # "half" rolled back
     finally:
         await session.close()
 
