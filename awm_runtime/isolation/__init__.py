@@ -20,6 +20,7 @@ from awm_runtime.isolation._confine import (
     yield_cpu,
 )
 from awm_runtime.isolation._containment import UNSAFE_FLAG, Containment, probe, require
+from awm_runtime.isolation._coverage import save as save_coverage
 from awm_runtime.isolation._frames import (
     HEADER,
     MAX_FRAME,
@@ -68,6 +69,7 @@ __all__ = [
     "read_frame_fd",
     "require",
     "resize_quota",
+    "save_coverage",
     "scrubbed_env",
     "signal_process",
     "stop_process",

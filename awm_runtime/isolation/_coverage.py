@@ -9,7 +9,8 @@ coverage measures the calling process:
 - `environment()` lets that one variable through to the helpers started with a scrubbed environment;
 - `data_rules()` lets a confined process create and write files in the folder of the data file;
 - `keep_measuring()` raises the file-size limit back, just as the process exits (`os._exit` or at exit), so
-  that its data can be written; until then the limit holds as it does in a normal run.
+  that its data can be written; until then the limit holds as it does in a normal run;
+- `save()` writes the data before a process that is about to be killed says it is done.
 
 With coverage off (every real run) each returns nothing and changes nothing.
 """
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import posix
 import resource
 import sys
 from typing import Any
@@ -68,3 +70,16 @@ def keep_measuring() -> None:
 
     setattr(os, "_exit", exit_measured)  # noqa: B010 - replaces coverage's own patch, which it then calls
     atexit.register(lift)  # runs before coverage's exit handler, registered when it started
+
+
+def save() -> None:
+    """In a measured process about to be cut short (a verifier job is killed as soon as its reply arrives):
+    write the data collected so far now, with the file-size limit lifted, and exit later without saving again
+    (a second save, killed halfway, would leave a data file that is not one). Nothing when not measured."""
+    cov = _measuring()
+    if cov is None:
+        return
+    hard = resource.getrlimit(resource.RLIMIT_FSIZE)[1]
+    resource.setrlimit(resource.RLIMIT_FSIZE, (hard, hard))
+    cov.save()
+    setattr(os, "_exit", posix._exit)  # noqa: B010 - the exit without coverage's patch, which would save again

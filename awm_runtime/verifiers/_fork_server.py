@@ -46,6 +46,7 @@ from awm_runtime.isolation import (
     encode,
     enter_namespaces,
     protocol_fds,
+    save_coverage,
     write_all,
     yield_cpu,
 )
@@ -136,6 +137,7 @@ def _child(job: dict[str, Any], out: int, proxies: dict[str, Any], parent: int, 
     except MemoryError:
         body = b'{"ok": false, "fault": "sandbox", "error": "verifier result exceeded the memory limit"}'
         data = HEADER.pack(len(body)) + body
+    save_coverage()  # only in a measured test run: the server kills this process once its reply has arrived
     try:
         write_all(out, data)
     finally:
