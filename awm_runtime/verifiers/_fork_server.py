@@ -280,12 +280,9 @@ class Server:
         write_all(self.out_fd, reply_frame(child, status, elapsed_ms))
 
     def _reap_later(self, pid: int) -> None:
-        """Reap a killed child when it has exited (its pidfd becomes readable), off the reply's path."""
-        try:
-            pidfd = os.pidfd_open(pid)
-        except ProcessLookupError:  # already gone: only a zombie is left
-            os.waitpid(pid, 0)
-            return
+        """Reap a killed child when it has exited (its pidfd becomes readable), off the reply's path. Only this
+        server reaps its children, so the pid is there to open, as a zombie at worst."""
+        pidfd = os.pidfd_open(pid)
         self.exiting[pidfd] = pid
         self.sel.register(pidfd, selectors.EVENT_READ)
 
