@@ -59,6 +59,7 @@ from awm_runtime.isolation import (
 from awm_runtime.isolation import prepare as prepare_confinement
 from awm_runtime.worlds._call_threads import CallThreads
 from awm_runtime.worlds._dbbuild import build_database
+from awm_runtime.worlds._descriptors import blank_fds, descriptors_exhausted, open_fds
 from awm_runtime.worlds._format import ScenarioSource, TableDef
 from awm_runtime.worlds._host import SWEEP_S, ScenarioHost, drop_unlinked, keep_within
 
@@ -70,7 +71,6 @@ PRELOAD = ("fastapi", "fastapi.responses", "fastapi.encoders", "fastapi.openapi.
 EPISODES = "episodes"  # a scenario directory's folder of episode DBs: all its worker may write once loaded
 _M_ARENA_MAX = -8
 CALL_THREADS = 32  # tool calls a worker runs at once; the pool starts another worker past LOAD_PENALTY
-FD_MARGIN = 8  # a worker near its descriptor limit: its own use (pipes, kept connections, threads) stays far below
 THREAD_STACK = 4 << 20  # 32 threads x 8 MiB (the default) would take a quarter of the address space limit
 
 
@@ -208,42 +208,6 @@ def _sweep_connections() -> None:
         time.sleep(SWEEP_S)
         with contextlib.suppress(Exception):
             drop_unlinked()
-
-
-def open_fds() -> set[int]:
-    """The descriptors open in this process, found without /proc (which confined code cannot read)."""
-    limit = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
-    out = set()
-    for fd in range(min(limit, 1 << 16)):
-        try:
-            os.fstat(fd)
-        except OSError:
-            continue
-        out.add(fd)
-    return out
-
-
-def descriptors_exhausted() -> str:
-    """`N of LIMIT open` when this process is within `FD_MARGIN` descriptors of its limit, else ""."""
-    limit = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
-    used = len(open_fds())
-    return f"{used} of {limit} open" if used >= limit - FD_MARGIN else ""
-
-
-def blank_fds(fds: set[int]) -> int:
-    """Point each of `fds` at /dev/null (read-only): whatever file it held (the import DB, a template opened
-    read-write, a dup of either) is out of reach, and the number stays taken, so a stale SQLite handle never
-    writes into a file opened later under the same number."""
-    if not fds:
-        return 0
-    null = os.open(os.devnull, os.O_RDONLY)
-    try:
-        for fd in fds - {null}:
-            with contextlib.suppress(OSError):
-                os.dup2(null, fd)
-    finally:
-        os.close(null)
-    return len(fds)
 
 
 def _worker_main(fds: tuple[int, int, int], spec: dict[str, Any], zygote: int, unsafe: bool) -> None:
