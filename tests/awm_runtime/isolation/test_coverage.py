@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from coverage import CoverageData
 
 from awm_runtime.isolation import _coverage, scrubbed_env
 
@@ -33,10 +34,13 @@ if pid == 0:
     except OSError as exc:
         out["write"] = exc.errno
     os.write(write_end, json.dumps(out).encode())
-    os._exit(0)
+    _coverage.save()  # as a verifier job does before its reply: written now, not again at exit
+    import posix
+    os._exit(0 if os._exit is posix._exit else 9)
 os.close(write_end)
-print(os.read(read_end, 4096).decode())
-os.waitpid(pid, 0)
+out = json.loads(os.read(read_end, 4096))
+out["status"] = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+print(json.dumps(out))
 cov.stop()
 cov.save()
 '''
@@ -70,5 +74,10 @@ def test_a_measured_confined_process_writes_its_data_and_nothing_more(tmp_path: 
     assert out["write"] == 27 and out["rules"] == [str(tmp_path)]  # EFBIG: the limit holds for the code
     assert out["env"] == []  # no variable to pass on: this process was started by hand, not by the .pth hook
     data = sorted(p.name for p in tmp_path.glob(".coverage*"))
-    assert len(data) >= 2, data  # the parent's, and the confined child's own
+    assert len(data) == 2, data  # the parent's, and the confined child's own (saved once, before it exits)
+    assert out["status"] == 0  # its exit then skips coverage's second save
+    for name in data:  # both are whole data files, and the child's holds what ran after confinement
+        measured = CoverageData(str(tmp_path / name))
+        measured.read()
+        assert any(f.endswith("_coverage.py") for f in measured.measured_files()), name
     assert (tmp_path / "target").read_bytes() == b""
