@@ -20,6 +20,7 @@ from awm_runtime.isolation._confine import (
     yield_cpu,
 )
 from awm_runtime.isolation._containment import UNSAFE_FLAG, Containment, probe, require
+from awm_runtime.isolation._coverage import checkpoint as checkpoint_coverage
 from awm_runtime.isolation._coverage import save as save_coverage
 from awm_runtime.isolation._frames import (
     HEADER,
@@ -48,6 +49,7 @@ __all__ = [
     "Containment",
     "FrameError",
     "Limits",
+    "checkpoint_coverage",
     "confine",
     "decode",
     "die_with_parent",

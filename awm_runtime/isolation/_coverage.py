@@ -10,7 +10,8 @@ coverage measures the calling process:
 - `data_rules()` lets a confined process create and write files in the folder of the data file;
 - `keep_measuring()` raises the file-size limit back, just as the process exits (`os._exit` or at exit), so
   that its data can be written; until then the limit holds as it does in a normal run;
-- `save()` writes the data before a process that is about to be killed says it is done.
+- `save()` writes the data before a process that is about to be killed says it is done, and `checkpoint()`
+  after each request of a process that is only ever killed.
 
 With coverage off (every real run) each returns nothing and changes nothing.
 """
@@ -83,3 +84,11 @@ def save() -> None:
     resource.setrlimit(resource.RLIMIT_FSIZE, (hard, hard))
     cov.save()
     setattr(os, "_exit", posix._exit)  # noqa: B010 - the exit without coverage's patch, which would save again
+
+
+def checkpoint() -> None:
+    """In a measured process that the runtime ends with SIGKILL (the world zygote): write what it has run so far,
+    and go on measuring. Nothing when not measured."""
+    cov = _measuring()
+    if cov is not None:
+        cov.save()

@@ -42,6 +42,7 @@ from typing import Any
 from awm_runtime.isolation import (
     Confinement,
     Limits,
+    checkpoint_coverage,
     confine,
     die_with_parent,
     encode,
@@ -237,6 +238,23 @@ def _worker_main(fds: tuple[int, int, int], spec: dict[str, Any], zygote: int, u
     Worker(loop, directory, final, unsafe).serve(in_fd, out_fd)
 
 
+def _in_worker(fds: tuple[int, int, int], theirs: tuple[int, int, int], spec: dict[str, Any], zygote: int,
+               unsafe: bool) -> None:
+    """The fork's whole life: a worker that cannot confine itself never runs scenario code (it exits 70, saying
+    why on its stderr pipe). A function of its own, so that coverage, restarted in the fork, sees it run."""
+    code = 0
+    try:
+        for fd in theirs:
+            os.close(fd)
+        _worker_main(fds, spec, zygote, unsafe)
+    except BaseException as exc:
+        with contextlib.suppress(Exception):
+            os.write(2, f"world worker failed: {describe(exc)}\n".encode())
+        code = 70
+    finally:
+        os._exit(code)
+
+
 class Zygote:
     """Forks world workers on request; reports how they ended."""
 
@@ -269,18 +287,8 @@ class Zygote:
         zygote = os.getpid()
         pid = os.fork()
         if pid == 0:
-            code = 0
-            try:
-                self.control.close()
-                for fd in (req_w, rep_r, err_r):
-                    os.close(fd)
-                _worker_main((req_r, rep_w, err_w), spec, zygote, self.unsafe)
-            except BaseException as exc:  # a worker that cannot confine itself never runs scenario code
-                with contextlib.suppress(Exception):
-                    os.write(2, f"world worker failed: {describe(exc)}\n".encode())
-                code = 70
-            finally:
-                os._exit(code)
+            self.control.close()
+            _in_worker((req_r, rep_w, err_w), (req_w, rep_r, err_r), spec, zygote, self.unsafe)
         for fd in (req_r, rep_w, err_w):
             os.close(fd)
         try:
@@ -326,6 +334,7 @@ class Zygote:
                 self.control.send(json.dumps({"ok": True, "status": self.ended.pop(pid, None)}).encode())
             else:
                 return
+            checkpoint_coverage()  # only in a measured test run: the runtime ends this process with SIGKILL
 
 
 def main() -> None:
