@@ -20,6 +20,8 @@ from awm_runtime.isolation._confine import (
     yield_cpu,
 )
 from awm_runtime.isolation._containment import UNSAFE_FLAG, Containment, probe, require
+from awm_runtime.isolation._coverage import checkpoint as checkpoint_coverage
+from awm_runtime.isolation._coverage import save as save_coverage
 from awm_runtime.isolation._frames import (
     HEADER,
     MAX_FRAME,
@@ -47,6 +49,7 @@ __all__ = [
     "Containment",
     "FrameError",
     "Limits",
+    "checkpoint_coverage",
     "confine",
     "decode",
     "die_with_parent",
@@ -68,6 +71,7 @@ __all__ = [
     "read_frame_fd",
     "require",
     "resize_quota",
+    "save_coverage",
     "scrubbed_env",
     "signal_process",
     "stop_process",

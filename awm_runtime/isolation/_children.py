@@ -9,6 +9,8 @@ import signal
 import sys
 from typing import TYPE_CHECKING
 
+from awm_runtime.isolation import _coverage as coverage
+
 if TYPE_CHECKING:  # not imported at run time: the verifier server and the world zygote never need it
     import asyncio
 
@@ -40,6 +42,7 @@ def scrubbed_env() -> dict[str, str]:
     """An environment with no keys, tokens or runtime settings: untrusted code gets nothing."""
     env = {k: v for k, v in os.environ.items() if k in _SAFE_ENV_KEYS}
     env["PYTHONDONTWRITEBYTECODE"] = "1"
+    env.update(coverage.environment())  # only while a test run measures this process: it measures them too
     return env
 
 

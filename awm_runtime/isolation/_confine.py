@@ -30,6 +30,7 @@ import time
 from dataclasses import dataclass
 from functools import cache
 
+from awm_runtime.isolation import _coverage as coverage
 from awm_runtime.isolation import _landlock as landlock
 from awm_runtime.isolation import _seccomp as seccomp
 
@@ -152,10 +153,13 @@ def set_limits(limits: Limits) -> None:
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails instead of killing
     resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_s, limits.cpu_s + 1))  # SIGXCPU at the soft limit says why
     for limit, value in ((resource.RLIMIT_AS, limits.memory_mb << 20), (resource.RLIMIT_NOFILE, limits.open_files),
-                         (resource.RLIMIT_FSIZE, limits.file_mb << 20), (resource.RLIMIT_CORE, 0)):
+                         (resource.RLIMIT_CORE, 0)):
         resource.setrlimit(limit, (value, value))
+    file_size = limits.file_mb << 20
+    resource.setrlimit(resource.RLIMIT_FSIZE, (file_size, coverage.file_size_hard_limit(file_size)))
     if limits.processes is not None:
         resource.setrlimit(resource.RLIMIT_NPROC, (limits.processes, limits.processes))
+    coverage.keep_measuring()
 
 
 @cache
@@ -194,7 +198,7 @@ def _rules(spec: Confinement) -> list[tuple[str, int]]:
     rules += [("/dev/null", landlock.READ_FILE | landlock.WRITE_FILE), ("/dev/urandom", landlock.READ_FILE)]
     rules += [(p, landlock.READ | landlock.WRITE_EXISTING) for p in spec.writable]
     rules += [(p, landlock.READ | landlock.WRITE_EXISTING | landlock.MAKE_REG | landlock.REMOVE_FILE)
-              for p in spec.creatable]
+              for p in (*spec.creatable, *coverage.data_rules())]  # the second: only while a test run measures
     return rules
 
 

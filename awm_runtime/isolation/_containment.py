@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from functools import cache
 
 from awm_runtime._errors import ConfigError
+from awm_runtime.isolation._coverage import environment as coverage_environment
 
 UNSAFE_FLAG = "--unsafe-no-sandbox"
 
@@ -64,8 +65,9 @@ def probe() -> Containment:
     if not sys.platform.startswith("linux"):
         return Containment(error="dataset-code containment needs Linux")
     try:
+        env = {"PATH": os.environ.get("PATH", ""), **coverage_environment()}
         done = subprocess.run([sys.executable, "-I", "-m", "awm_runtime.isolation._containment"],
-                              capture_output=True, timeout=60, env={"PATH": os.environ.get("PATH", "")}, check=False)
+                              capture_output=True, timeout=60, env=env, check=False)
         data = json.loads(done.stdout.decode().strip().splitlines()[-1])
     except (OSError, subprocess.SubprocessError, ValueError, IndexError) as exc:
         return Containment(error=f"the containment probe failed ({type(exc).__name__})")

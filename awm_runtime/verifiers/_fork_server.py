@@ -46,6 +46,7 @@ from awm_runtime.isolation import (
     encode,
     enter_namespaces,
     protocol_fds,
+    save_coverage,
     write_all,
     yield_cpu,
 )
@@ -136,6 +137,7 @@ def _child(job: dict[str, Any], out: int, proxies: dict[str, Any], parent: int, 
     except MemoryError:
         body = b'{"ok": false, "fault": "sandbox", "error": "verifier result exceeded the memory limit"}'
         data = HEADER.pack(len(body)) + body
+    save_coverage()  # only in a measured test run: the server kills this process once its reply has arrived
     try:
         write_all(out, data)
     finally:
@@ -278,12 +280,9 @@ class Server:
         write_all(self.out_fd, reply_frame(child, status, elapsed_ms))
 
     def _reap_later(self, pid: int) -> None:
-        """Reap a killed child when it has exited (its pidfd becomes readable), off the reply's path."""
-        try:
-            pidfd = os.pidfd_open(pid)
-        except ProcessLookupError:  # already gone: only a zombie is left
-            os.waitpid(pid, 0)
-            return
+        """Reap a killed child when it has exited (its pidfd becomes readable), off the reply's path. Only this
+        server reaps its children, so the pid is there to open, as a zombie at worst."""
+        pidfd = os.pidfd_open(pid)
         self.exiting[pidfd] = pid
         self.sel.register(pidfd, selectors.EVENT_READ)
 

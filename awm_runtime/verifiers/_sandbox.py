@@ -72,10 +72,10 @@ class Sandbox:
             try:
                 hello = await asyncio.wait_for(read_frame(proc.stdout), START_TIMEOUT_S)
             except (TimeoutError, asyncio.IncompleteReadError, FrameError) as exc:
-                kill_process(proc)
+                kill_process(proc, release=True)  # its pipes too: nothing is left for the loop to close later
                 raise RuntimeError(f"the verifier server did not start ({type(exc).__name__})") from exc
             if not hello.get("ready"):
-                kill_process(proc)
+                kill_process(proc, release=True)
                 raise RuntimeError("the verifier server did not start")
             self._proc = proc
             self._reader = asyncio.get_running_loop().create_task(self._read_replies(proc))

@@ -42,6 +42,7 @@ from typing import Any
 from awm_runtime.isolation import (
     Confinement,
     Limits,
+    checkpoint_coverage,
     confine,
     die_with_parent,
     encode,
@@ -59,6 +60,7 @@ from awm_runtime.isolation import (
 from awm_runtime.isolation import prepare as prepare_confinement
 from awm_runtime.worlds._call_threads import CallThreads
 from awm_runtime.worlds._dbbuild import build_database
+from awm_runtime.worlds._descriptors import blank_fds, descriptors_exhausted, open_fds
 from awm_runtime.worlds._format import ScenarioSource, TableDef
 from awm_runtime.worlds._host import SWEEP_S, ScenarioHost, drop_unlinked, keep_within
 
@@ -70,7 +72,6 @@ PRELOAD = ("fastapi", "fastapi.responses", "fastapi.encoders", "fastapi.openapi.
 EPISODES = "episodes"  # a scenario directory's folder of episode DBs: all its worker may write once loaded
 _M_ARENA_MAX = -8
 CALL_THREADS = 32  # tool calls a worker runs at once; the pool starts another worker past LOAD_PENALTY
-FD_MARGIN = 8  # a worker near its descriptor limit: its own use (pipes, kept connections, threads) stays far below
 THREAD_STACK = 4 << 20  # 32 threads x 8 MiB (the default) would take a quarter of the address space limit
 
 
@@ -210,42 +211,6 @@ def _sweep_connections() -> None:
             drop_unlinked()
 
 
-def open_fds() -> set[int]:
-    """The descriptors open in this process, found without /proc (which confined code cannot read)."""
-    limit = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
-    out = set()
-    for fd in range(min(limit, 1 << 16)):
-        try:
-            os.fstat(fd)
-        except OSError:
-            continue
-        out.add(fd)
-    return out
-
-
-def descriptors_exhausted() -> str:
-    """`N of LIMIT open` when this process is within `FD_MARGIN` descriptors of its limit, else ""."""
-    limit = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
-    used = len(open_fds())
-    return f"{used} of {limit} open" if used >= limit - FD_MARGIN else ""
-
-
-def blank_fds(fds: set[int]) -> int:
-    """Point each of `fds` at /dev/null (read-only): whatever file it held (the import DB, a template opened
-    read-write, a dup of either) is out of reach, and the number stays taken, so a stale SQLite handle never
-    writes into a file opened later under the same number."""
-    if not fds:
-        return 0
-    null = os.open(os.devnull, os.O_RDONLY)
-    try:
-        for fd in fds - {null}:
-            with contextlib.suppress(OSError):
-                os.dup2(null, fd)
-    finally:
-        os.close(null)
-    return len(fds)
-
-
 def _worker_main(fds: tuple[int, int, int], spec: dict[str, Any], zygote: int, unsafe: bool) -> None:
     """In a fresh fork of the zygote: keep three pipes, confine, serve."""
     in_fd, out_fd, err_fd = fds
@@ -271,6 +236,23 @@ def _worker_main(fds: tuple[int, int, int], spec: dict[str, Any], zygote: int, u
     loop = asyncio.new_event_loop()  # its self-pipe socketpair is made now, before scenario code
     asyncio.set_event_loop(loop)
     Worker(loop, directory, final, unsafe).serve(in_fd, out_fd)
+
+
+def _in_worker(fds: tuple[int, int, int], theirs: tuple[int, int, int], spec: dict[str, Any], zygote: int,
+               unsafe: bool) -> None:
+    """The fork's whole life: a worker that cannot confine itself never runs scenario code (it exits 70, saying
+    why on its stderr pipe). A function of its own, so that coverage, restarted in the fork, sees it run."""
+    code = 0
+    try:
+        for fd in theirs:
+            os.close(fd)
+        _worker_main(fds, spec, zygote, unsafe)
+    except BaseException as exc:
+        with contextlib.suppress(Exception):
+            os.write(2, f"world worker failed: {describe(exc)}\n".encode())
+        code = 70
+    finally:
+        os._exit(code)
 
 
 class Zygote:
@@ -305,18 +287,8 @@ class Zygote:
         zygote = os.getpid()
         pid = os.fork()
         if pid == 0:
-            code = 0
-            try:
-                self.control.close()
-                for fd in (req_w, rep_r, err_r):
-                    os.close(fd)
-                _worker_main((req_r, rep_w, err_w), spec, zygote, self.unsafe)
-            except BaseException as exc:  # a worker that cannot confine itself never runs scenario code
-                with contextlib.suppress(Exception):
-                    os.write(2, f"world worker failed: {describe(exc)}\n".encode())
-                code = 70
-            finally:
-                os._exit(code)
+            self.control.close()
+            _in_worker((req_r, rep_w, err_w), (req_w, rep_r, err_r), spec, zygote, self.unsafe)
         for fd in (req_r, rep_w, err_w):
             os.close(fd)
         try:
@@ -362,6 +334,7 @@ class Zygote:
                 self.control.send(json.dumps({"ok": True, "status": self.ended.pop(pid, None)}).encode())
             else:
                 return
+            checkpoint_coverage()  # only in a measured test run: the runtime ends this process with SIGKILL
 
 
 def main() -> None:

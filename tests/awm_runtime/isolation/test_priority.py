@@ -65,3 +65,15 @@ def test_a_second_call_only_lowers_it_further() -> None:
 
 def test_yield_cpu_is_public() -> None:
     assert callable(yield_cpu) and yield_cpu.__doc__
+
+
+def test_a_process_without_privilege_retries_a_change_the_kernel_rate_limits() -> None:
+    """In a user namespace (no CAP_SYS_ADMIN where it counts) the kernel refuses a second autogroup change within
+    100 ms with EAGAIN: yield_cpu waits and tries again, and the group ends at the second value."""
+    code = ("import os; from awm_runtime.isolation import enter_namespaces, yield_cpu; enter_namespaces(); "
+            f"yield_cpu(1); yield_cpu(2); print(os.nice(0), (open({GROUP!r}).read().split() or ['none'])[-1] "
+            f"if os.path.exists({GROUP!r}) else 'none')")
+    out = subprocess.run([sys.executable, "-c", code], start_new_session=True, capture_output=True, text=True,
+                         check=True, timeout=30).stdout.strip()
+    reports = autogroup_of(os.getpid()) is not None or not out.endswith(" none")
+    assert out == f"{min(19, nice_of(os.getpid()) + 3)} {'2' if reports else 'none'}"
