@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from awm_runtime._errors import WorldError
+from awm_runtime._errors import ConfigError, WorldError
 from awm_runtime._log import get_logger
 from awm_runtime._slices import loop_slice
 from awm_runtime._types import Message, Task, ToolCall, ToolResult, ToolSpec, Verdict
@@ -69,6 +69,19 @@ class WorldOptions:
     # and the episodes of it in flight (`AwmWorld.plan_in_flight`, else `in_flight`), at least 256 MiB.
     world_disk_mib: int | None = None
     in_flight: int = 64  # episodes of one scenario open at once, when no plan says (sizes the disk quota)
+
+    def __post_init__(self) -> None:
+        """Refuse a limit that would mean no limit (setrlimit reads a negative size as a huge one) or nothing."""
+        positive = ("verifier_timeout_s", "verifier_memory_mb", "tool_timeout_s", "load_timeout_s",
+                    "max_world_workers", "world_memory_mb", "in_flight")
+        for name in positive:
+            if not getattr(self, name) > 0:
+                raise ConfigError(f"world option {name} must be positive, not {getattr(self, name)!r}")
+        for name in ("workers", "keep_idle_scenarios"):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"world option {name} must be 0 or more, not {getattr(self, name)!r}")
+        if self.world_disk_mib is not None and self.world_disk_mib <= 0:
+            raise ConfigError(f"world option world_disk_mib must be positive, not {self.world_disk_mib!r}")
 
 
 @dataclass(slots=True)

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from awm_runtime import ToolCall, WorldError
+from awm_runtime._errors import ConfigError
 from awm_runtime.worlds import WorldOptions, load_worlds
 from tests.conftest import task_of
 from tests.procs import process_gone
@@ -346,3 +347,10 @@ async def test_an_open_cancelled_during_the_first_build_leaves_the_scenario_usab
             await session.close()
     finally:
         await world.aclose()
+
+
+@pytest.mark.parametrize(("field", "value"), [("verifier_memory_mb", -1), ("world_memory_mb", 0),
+                                              ("tool_timeout_s", -5.0), ("workers", -1), ("world_disk_mib", 0)])
+def test_a_world_option_that_would_mean_no_limit_is_one_config_error(field: str, value: float) -> None:
+    with pytest.raises(ConfigError, match=f"world option {field} must be"):
+        WorldOptions(**{field: value})
