@@ -136,15 +136,14 @@ def main(argv: list[str] | None = None) -> int:
             (args.out / FORK_FILE).write_text(json.dumps(plan, indent=2), encoding="utf-8")
 
         async def main_async() -> Any:
-            prepared = await prepare(config)
-            prepared.planner = planner
+            prepared = await prepare(config, planner=planner)
             if not args.quiet and not args.json:
                 print(f"awm-fork: {planner.planned} continuations from {planner.info['checkpoints']} checkpoints; "
                       f"containment: {prepared.containment.statement}", file=sys.stderr)
             control = RunControl(config.grace_s)
             remove = control.install_signal_handlers(lambda name, hard: None)
             try:
-                return await run(config, prepared=prepared, control=control)
+                return await run(prepared, control=control)
             finally:
                 remove()
 

@@ -108,25 +108,18 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"awm-run: {text}", file=sys.stderr)
 
         async def main_async() -> Any:
-            prepared = await prepare(config)
+            prepared = await prepare(config)  # --until-decided: the sequential test at --alpha
+            concurrency = prepared.config.concurrency
             print(f"awm-run: containment: {prepared.containment.statement}", file=sys.stderr)
-            for line in gate_notes(endpoint_gates(prepared.harnesses, config.concurrency), config.concurrency):
+            for line in gate_notes(endpoint_gates(prepared.harnesses, concurrency), concurrency):
                 print(f"awm-run: {line}", file=sys.stderr)
-            stopping = None
-            if config.until_decided:
-                from awm_runtime.report import SequentialTest
-                from awm_runtime.scheduler import require_prices
-
-                if config.max_usd is not None:
-                    require_prices(prepared)
-                stopping = SequentialTest(config.alpha)
-            control = RunControl(config.grace_s)
+            control = RunControl(prepared.config.grace_s)
             remove = control.install_signal_handlers(on_signal)
             if view is not None:
                 view.start()
             try:
-                return await run(config, prepared=prepared, control=control, progress=progress,
-                                 log_stdout=sys.stdout if args.log_stdout else None, stopping=stopping)
+                return await run(prepared, control=control, progress=progress,
+                                 log_stdout=sys.stdout if args.log_stdout else None)
             finally:
                 remove()
                 if view is not None:

@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import math
 import os
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -37,22 +36,8 @@ if TYPE_CHECKING:
 
 log = get_logger("awm_runtime.scheduler")
 
-# Measured (docs/runs.md, awm-bench scale): the full stack costs one loop about 0.01 CPU-s per
-# episode (about 2 ms per model call on the direct transport), so a loop saturates near 500 calls/s.
-# 1,000 episodes at 5 s (200 calls/s) ran at 85% of ideal with a loop lag p99 of 20 ms; 512 per
-# shard keeps a loop under half a core at 2 s latency.
-EPISODES_PER_SHARD = 512
 READY_TIMEOUT_S = 300.0
 LINE_LIMIT = 1 << 28  # a record line can be large (long transcripts); this is a cap, not a buffer
-
-
-def resolve_shards(requested: int | Literal["auto"], concurrency: int, cpus: int | None = None) -> int:
-    """How many processes run a run: `auto` adds one per EPISODES_PER_SHARD in flight, up to one less
-    than the CPUs (the world workers need a core too: on 2 cores a second shard measured no faster)."""
-    if requested != "auto":
-        return max(1, min(int(requested), concurrency))
-    cpus = cpus or os.cpu_count() or 1
-    return max(1, min(cpus - 1, math.ceil(concurrency / EPISODES_PER_SHARD)))
 
 
 @dataclass(slots=True)

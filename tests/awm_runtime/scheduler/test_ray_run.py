@@ -1,0 +1,65 @@
+"""A run on a real (one-node, loopback) Ray cluster, driven from this process: the driver plans, feeds and
+records; an actor runs the episodes. tests/e2e/test_ray_run.py drives `awm-run --ray` over two nodes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("ray")
+
+from awm_runtime import ConfigError, RunConfig
+from awm_runtime.scheduler import prepare, run
+from awm_runtime.testing import LoopbackRayCluster
+from tests.awm_runtime.scheduler.test_run import keys
+
+CMD = [sys.executable, "-c", "from awm_runtime.cli import run_main; raise SystemExit(run_main())"]
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[LoopbackRayCluster]:
+    with LoopbackRayCluster(workers=0, cpus=1) as c:
+        yield c
+    assert c.alive_pids() == [], "a process of the test cluster outlived it"
+
+
+def awm_run(cluster: LoopbackRayCluster, out: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """The driver in its own process (Ray reads its token when it is imported); coverage follows it there."""
+    return subprocess.run([*CMD, "--ray", cluster.address, "--worlds", "builtin", "--policy", "sim/oracle",
+                           "--expert", "none", "--scenarios", "shop*", "--tasks", "0,1", "--repeats", "2",
+                           "--concurrency", "2", "--out", str(out), "--json", *args], capture_output=True,
+                          text=True, timeout=300, env=cluster.client_env())
+
+
+def test_a_ray_run_records_every_episode_once_and_says_what_its_actors_did(
+        cluster: LoopbackRayCluster, tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    done = awm_run(cluster, out)
+    assert done.returncode == 0, done.stderr[-2000:]
+    summary = json.loads(done.stdout)
+    got = keys(out)
+    assert summary["recorded"] == summary["planned"] == len(got) == len(set(got)) == 4
+    ray = summary["ray"]
+    assert ray["address"] == cluster.address and ray["nodes"] == 1
+    assert [a["lost"] for a in ray["actors"]] == [False] * len(ray["actors"]) and summary["shards"] >= 1
+    events = [json.loads(x)["event"] for x in (out / "events.jsonl").read_text().splitlines()]
+    assert "ray_started" in events and "ray_finished" in events
+
+    again = awm_run(cluster, out, "--resume")  # nothing left: a set difference
+    assert again.returncode == 0, again.stderr[-2000:]
+    resumed = json.loads(again.stdout)
+    assert resumed["already_done"] == 4 and resumed["recorded"] == 0 and resumed["run_id"] == summary["run_id"]
+
+
+async def test_a_ray_run_refuses_what_it_cannot_play_before_any_episode(tmp_path: Path) -> None:
+    config = RunConfig(worlds="builtin", policy="sim/oracle", expert="none", scenarios="shop*", tasks="0",
+                       out=tmp_path / "a", ray="127.0.0.2:1", preflight="off")
+    with pytest.raises(ConfigError, match="--checkpoint needs the run's episodes on this machine"):
+        await prepare(config.model_copy(update={"checkpoint": "every"}))
+    with pytest.raises(ConfigError, match="no Ray cluster answers there"):
+        await run(config)
