@@ -86,3 +86,16 @@ async def test_a_runs_summary_says_how_its_episodes_shared_the_loop(tmp_path: Pa
     # Every episode asks for a slice as it opens its world, after each model reply, tool reply and verdict.
     assert slices["steps"] >= 4 * 2 * 3
     assert set(slices) == {"steps", "waited", "wait_s", "mean_wait_ms", "max_wait_ms", "step_ms"}
+
+
+async def test_an_until_decided_run_watches_its_pairs_and_says_where_it_started(tmp_path: Path) -> None:
+    prep = prepared(tmp_path / "run", MemoryWorld(4), StepPolicy(), arms=("a", "b"), until_decided=True, repeats=2)
+    progress = RunProgress()
+    started: list[tuple[int, int]] = []
+    result = await run(prep, progress=progress, on_start=lambda planned, done: started.append((planned, done)))
+    assert started == [(16, 0)] and result.ran == 16
+    seq = result.summary["sequential"]
+    assert seq["pairs"] == 8 and result.summary["stop_reason"] is None  # two equal arms: never decided
+    totals = progress.totals()
+    assert totals["episodes"] == 16 and totals["complete"] == 16 and totals["errors"] == 0
+    assert totals["cost_known"] is False  # the test policy has no price: unknown, never $0

@@ -1,0 +1,112 @@
+"""`prepare` refuses, in one line and before any episode, what no run can play; and resolves what it can."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from awm_runtime import ArmConfig, ConfigError, RunConfig
+from awm_runtime.scheduler import prepare, run
+from awm_runtime.verifiers import Judge
+
+BUILTIN: dict[str, Any] = {"worlds": "builtin", "policy": "sim/oracle", "expert": "none", "scenarios": "shop*",
+                           "tasks": "0", "preflight": "off", "shards": 1}
+
+
+def toml(tmp_path: Path, extra: str = "") -> Path:
+    """An alias served over HTTP at a port nothing listens on (the preflight is off: nothing calls it)."""
+    path = tmp_path / "awm.toml"
+    path.write_text('[models.served]\nmodel = "openai/served"\napi_base = "http://127.0.0.1:9/v1"\n'
+                    f'api_key_env = "PREP_KEY"\nprotocol = "native"\n{extra}')
+    return path
+
+
+async def refused(config: RunConfig, match: str) -> None:
+    with pytest.raises(ConfigError, match=match) as info:
+        await prepare(config)
+    assert "\n" not in str(info.value)
+
+
+async def test_tasks_nothing_matches_and_sql_without_a_judge_are_refused(tmp_path: Path) -> None:
+    await refused(RunConfig(**{**BUILTIN, "scenarios": "no_such_scenario*"}, out=tmp_path / "a"),
+                  r"no tasks match --scenarios 'no_such_scenario\*'")
+    await refused(RunConfig(**BUILTIN, verifier="sql", out=tmp_path / "b"), "--verifier sql needs --judge ALIAS")
+    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()  # nothing written
+
+
+async def test_a_bad_out_is_refused_before_any_world_loads(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("x")
+    await refused(RunConfig(**BUILTIN, out=tmp_path / "file"), "a file of that name exists")
+    await refused(RunConfig(**BUILTIN, out=tmp_path / "file" / "run"), "is a file, so the run directory cannot")
+    await refused(RunConfig(**BUILTIN, out=tmp_path / "none", resume=True), "holds no run to resume")
+    (tmp_path / "torn").mkdir()
+    (tmp_path / "torn" / "manifest.json").write_text("{not json")
+    await refused(RunConfig(**BUILTIN, out=tmp_path / "torn", resume=True), "manifest.json is unreadable")
+
+
+async def test_a_run_directory_that_holds_a_run_needs_resume(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    first = await run(RunConfig(**BUILTIN, out=out))
+    assert first.ran == 1
+    await refused(RunConfig(**BUILTIN, out=out), "already holds a run; pass --resume")
+    again = await run(RunConfig(**BUILTIN, out=out, resume=True))
+    assert again.skipped == 1 and again.ran == 0 and again.run_id == first.run_id
+
+
+async def test_skip_and_trivial_filters_keep_the_tasks_that_can_tell_success(tmp_path: Path) -> None:
+    prep = await prepare(RunConfig(**{**BUILTIN, "tasks": "0-2"}, unverified="skip", exclude_trivial=True,
+                                   out=tmp_path / "run"))
+    try:
+        assert 1 <= len(prep.tasks) <= 3 and all(t.has_verifier for t in prep.tasks)
+    finally:
+        await prep.world.aclose()
+
+
+async def test_checkpoints_live_in_the_run_directory_and_sql_runs_are_judged_here(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PREP_KEY", "k")
+    prep = await prepare(RunConfig(**BUILTIN, checkpoint="every", verifier="sql", judge="served",
+                                   config_path=toml(tmp_path), out=tmp_path / "run"))
+    try:
+        assert prep.checkpoint_root == tmp_path / "run" / "checkpoints"
+        assert isinstance(prep.world.judge, Judge)  # type: ignore[attr-defined]
+        assert ("judge", "served") in prep.ctx.clients
+    finally:
+        await prep.world.aclose()
+
+
+async def test_a_budget_in_unknown_dollars_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PREP_KEY", "k")
+    arms = (ArmConfig(name="a", policy="served"), ArmConfig(name="b", policy="served", max_turns=3))
+    config = RunConfig(**{**BUILTIN, "policy": "served"}, arms=arms, until_decided=True, max_usd=1.0,
+                       config_path=toml(tmp_path), out=tmp_path / "run")
+    await refused(config, "--max-usd: no price for policy served")
+    priced = toml(tmp_path, "input_cost_per_mtok = 1.0\noutput_cost_per_mtok = 2.0\n")
+    prep = await prepare(config.model_copy(update={"config_path": priced}))
+    try:
+        assert prep.launch is not None and prep.launch.stopping is not None
+    finally:
+        await prep.world.aclose()
+
+
+async def test_ray_refuses_a_model_each_actor_would_serve_itself(tmp_path: Path) -> None:
+    local = toml(tmp_path).with_name("local.toml")
+    local.write_text('[models.tiny]\nmodel = "openai/tiny"\nlocal_server = { gguf = "/nonexistent/tiny.gguf" }\n')
+    await refused(RunConfig(**{**BUILTIN, "policy": "tiny"}, config_path=local, ray="127.0.0.2:1",
+                            out=tmp_path / "run"), r"--ray cannot use local models \(tiny\)")
+
+
+async def test_a_resumed_run_keeps_its_stored_models(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PREP_KEY", "k")
+    out = tmp_path / "run"
+    first = await run(RunConfig(**BUILTIN, out=out))
+    stored = json.loads((out / "manifest.json").read_text())["config"]
+    prep = await prepare(RunConfig(**BUILTIN, out=out, resume=True))
+    try:
+        assert prep.config.models == stored["models"] and prep.launch is not None
+        assert prep.launch.run_id == first.run_id and prep.launch.previous is not None
+    finally:
+        await prep.world.aclose()
