@@ -22,9 +22,9 @@ import orjson
 from awm_runtime._config import RunConfig
 from awm_runtime._errors import AwmError, ConfigError
 from awm_runtime._log import get_logger
-from awm_runtime._types import EpisodeKey, EpisodeRecord
+from awm_runtime._types import EpisodeKey
 from awm_runtime.isolation import kill_process
-from awm_runtime.logs import EVENTS, RunDirWriter, record_line
+from awm_runtime.logs import EVENTS, RunDirWriter
 from awm_runtime.models import local_bases
 from awm_runtime.scheduler._control import RunControl, must_finish
 from awm_runtime.scheduler._plan import split
@@ -161,8 +161,8 @@ async def _serve(shard: Shard, feeder: _Feeder, prep: PreparedRun, progress: Run
             lines = [await shard.reader.readline() for _ in range(msg["n"])]
             if not all(raw.endswith(b"\n") for raw in lines):
                 break
-            unit = shard.outstanding.pop(msg["id"])
-            await must_finish(_write(unit, lines, msg, progress, writer, done))
+            shard.outstanding.pop(msg["id"])
+            await must_finish(_write(lines, msg, progress, writer, done))
             feeder.top_up(shard)
         elif kind == "beat":
             shard.beat = msg
@@ -176,20 +176,13 @@ async def _serve(shard: Shard, feeder: _Feeder, prep: PreparedRun, progress: Run
                   note="its in-flight episodes are not recorded; --resume runs them")
 
 
-async def _write(unit: Unit, lines: list[bytes], msg: dict[str, Any], progress: RunProgress,
-                 writer: RunDirWriter, done: set[EpisodeKey]) -> None:
+async def _write(lines: list[bytes], msg: dict[str, Any], progress: RunProgress, writer: RunDirWriter,
+                 done: set[EpisodeKey]) -> None:
+    """A shard's records of one unit, as it wrote them: a sharded run's units carry no finaliser (groups and
+    forks are planned stage by stage and run in one process: scheduler/_launch.backend_shards)."""
     keys = [tuple(k) for k in msg["keys"]]
     if msg.get("tools") and not await asyncio.to_thread(writer.add_tools, msg["tools"]):  # before their records
         return  # a full disk: the run is stopping (logs/_rundir.py)
-    if unit.finalize is not None:  # group finalisers live in this process: apply them here
-        records = unit.finalize([EpisodeRecord.model_validate_json(raw) for raw in lines])
-        fresh_records = [r for r in records if (r.arm, r.scenario, r.task_idx, r.repeat) not in done]
-        if not await asyncio.to_thread(lambda: writer.append(b"".join(record_line(r) for r in fresh_records))):
-            return
-        for r in fresh_records:
-            progress.stats.add(r)
-        progress.recorded += len(fresh_records)
-        return
     fresh = [i for i, k in enumerate(keys) if k not in done]
     if not await asyncio.to_thread(writer.append, b"".join(lines[i] for i in fresh)):
         return

@@ -350,3 +350,29 @@ async def test_a_full_disk_ends_the_run_cleanly_with_every_record_whole_and_resu
     result = await run(prep2)
     assert sorted(r["task_idx"] for r in lines(out)) == list(range(12))
     assert result.summary["not_run"] == 0 and not result.interrupted
+
+
+async def test_a_unit_that_plays_its_own_episodes_and_one_whose_play_fails(tmp_path: Path) -> None:
+    """A unit's `play` decides how its episodes run (groups re-run an infra failure); a play that raises is a
+    bug the pool contains: its episodes are recorded as UnitError records and the run goes on."""
+    out = tmp_path / "run"
+
+    async def one_by_one(specs: list[Any], episode: Any) -> list[EpisodeRecord]:
+        return [await episode(s) for s in specs]
+
+    async def broken(specs: list[Any], episode: Any) -> list[EpisodeRecord]:
+        raise RuntimeError("the group lost its way")
+
+    class Played(PreparedRun):
+        def units(self) -> Iterator[Unit]:
+            specs = list(self.specs())
+            return iter([Unit(specs[:2], play=one_by_one), Unit(specs[2:], play=broken)])
+
+    base = prepared(out, MemoryWorld(4), StepPolicy())
+    result = await run(Played(base.config, base.world, base.tasks, base.harnesses, base.ctx))
+    assert result.ran == 4
+    by_task = {r["task_idx"]: r for r in lines(out)}
+    assert [by_task[i]["outcome"] for i in (0, 1)] == ["complete", "complete"]
+    for i in (2, 3):
+        assert by_task[i]["outcome"] == "error" and by_task[i]["error"]["class"] == "UnitError.RuntimeError"
+    assert any(e["event"] == "unit_failed" for e in events(out))

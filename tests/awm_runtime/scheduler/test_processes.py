@@ -28,6 +28,22 @@ def test_auto_shards_follow_in_flight_episodes_up_to_one_less_than_the_cpus() ->
     assert split(10, 3) == [4, 3, 3] and sum(split(1000, 7)) == 1000
 
 
+async def test_a_hard_stop_reaches_every_shard_without_waiting_for_the_grace(tiny_dir: Path, tmp_path: Path) -> None:
+    config = RunConfig(worlds=str(tiny_dir), policy="slow", expert="none", repeats=6, concurrency=4, shards=2,
+                       config_path=slow_config(tmp_path, 1.0), out=tmp_path / "run", grace_s=600)
+    control = RunControl(grace_s=600)  # a grace no test waits for: only the hard stop ends the episodes
+    progress = RunProgress()
+    task = asyncio.create_task(run(await prepare(config), control=control, progress=progress))
+    async with asyncio.timeout(60):
+        while progress.in_flight < 4:  # noqa: ASYNC110 - the shards' heartbeat updates it
+            await asyncio.sleep(0.05)
+    control.stop("test", hard=True)
+    async with asyncio.timeout(120):
+        result = await task
+    assert result.interrupted and result.summary["cancelled"] >= 1 and result.ran + result.not_run == 18
+    assert not any(exists(s["pid"]) for s in result.summary["shard_stats"])
+
+
 def test_shards_split_every_endpoint_limit_so_together_they_keep_to_it(tmp_path: Path) -> None:
     toml = tmp_path / "awm.toml"
     toml.write_text('[models.x]\nmodel = "openai/x"\nmax_concurrency = 10\nrpm = 7\n')
