@@ -99,3 +99,25 @@ async def test_an_until_decided_run_watches_its_pairs_and_says_where_it_started(
     totals = progress.totals()
     assert totals["episodes"] == 16 and totals["complete"] == 16 and totals["errors"] == 0
     assert totals["cost_known"] is False  # the test policy has no price: unknown, never $0
+
+
+def test_a_judge_that_leaves_episodes_unclassified_is_said_per_arm() -> None:
+    from awm_runtime.scheduler._run import judge_warnings
+
+    warned = judge_warnings({"arms": {"a": {"judge_unclassified_share": 0.25}, "b": {"judge_unclassified_share": 0.05},
+                                      "c": {"judge_unclassified_share": None}}})
+    assert len(warned) == 1 and warned[0].startswith("arm a: the judge gave no classification for 25%")
+    assert judge_warnings({}) == []
+
+
+async def test_a_resumed_run_with_checkpoints_looks_for_episodes_left_in_flight(tmp_path: Path) -> None:
+    from awm_runtime import RunConfig
+    from awm_runtime.scheduler import prepare
+
+    config = RunConfig(worlds="builtin", policy="sim/oracle", expert="none", scenarios="shop*", tasks="0",
+                       preflight="off", checkpoint="every", out=tmp_path / "run")
+    first = await run(config)
+    assert first.ran == 1 and (tmp_path / "run" / "checkpoints").is_dir()
+    prep = await prepare(config.model_copy(update={"resume": True}))
+    again = await run(prep)
+    assert again.skipped == 1 and again.ran == 0 and prep.resume_from == {}  # every episode was recorded
