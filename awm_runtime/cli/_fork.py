@@ -127,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
     def go() -> int:
         from rich.console import Console
 
-        from awm_runtime.report import forks_table, paired_table, summary_table
+        from awm_runtime.report import print_run
         from awm_runtime.scheduler import RunControl, prepare, run
 
         config, planner, plan = build(args)
@@ -151,11 +151,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.json:
             print(json.dumps(result.summary, indent=2))
         else:
-            console = Console()
-            console.print(summary_table(result.summary))
-            for table in (paired_table(result.summary), forks_table(result.summary)):
-                if table is not None:
-                    console.print(table)
+            print_run(Console(), result.summary)
             print(f"fork run directory: {result.out}", file=sys.stderr)
         if result.interrupted:
             print(f"awm-fork: stopped early: continue with awm-fork --out {result.out} --resume", file=sys.stderr)

@@ -79,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
         from rich.console import Console
 
         from awm_runtime.cli._live import LiveView
-        from awm_runtime.report import economics_table, paired_table, sequential_text, summary_table
+        from awm_runtime.report import print_run
         from awm_runtime.scheduler import (
             RunControl,
             RunProgress,
@@ -129,20 +129,12 @@ def main(argv: list[str] | None = None) -> int:
         if args.json:
             print(json.dumps(result.summary, indent=2))
         else:
-            seq = result.summary.get("sequential")
-            if seq:  # the only p valid after an early stop leads; the table below shows no fixed-sample p
-                comparisons = result.summary.get("paired") or [None]
-                Console().print(sequential_text(seq, comparisons[0]), highlight=False)
-            Console().print(summary_table(result.summary))
-            paired = paired_table(result.summary)
-            if paired is not None:
-                Console().print(paired)
+            print_run(Console(), result.summary)  # after an early stop its sequential result leads
             for step in result.summary.get("groups", {}).get("steps", []):  # the GRPO curriculum, step by step
                 print(f"groups step {step['step']} ({step['arm']}): {step['phase'] or 'fixed'} "
                       f"{step['expert_members']}:{step['solo_members']} expert:solo, "
                       f"format-error rate {step['format_error_rate']}, incomplete groups "
                       f"{step['incomplete_groups']} of {step['groups']}", file=sys.stderr)
-            Console().print(economics_table(result.summary))
             sims = [a for a in result.summary["arms"].values() if a["simulated"]]
             if sims:
                 Console().print("[yellow]Simulated policy: these numbers exercise the runtime; "
