@@ -110,3 +110,13 @@ async def test_a_resumed_run_keeps_its_stored_models(tmp_path: Path, monkeypatch
         assert prep.launch.run_id == first.run_id and prep.launch.previous is not None
     finally:
         await prep.world.aclose()
+
+
+async def test_a_grouped_run_is_planned_in_stages_in_one_process(tmp_path: Path) -> None:
+    config = RunConfig(**{**BUILTIN, "expert": "sim/oracle", "shards": "auto"}, group_size=2, reward="try-first",
+                       concurrency=4, out=tmp_path / "run")
+    await refused(config.model_copy(update={"shards": 2}), "--group-size runs in one process")
+    result = await run(config)
+    assert result.ran == result.planned == 2 and result.summary["shards"] == 1 and "groups" in result.summary
+    again = await run(config.model_copy(update={"resume": True}))
+    assert again.skipped == 2 and again.ran == 0

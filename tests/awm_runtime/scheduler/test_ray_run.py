@@ -56,6 +56,19 @@ def test_a_ray_run_records_every_episode_once_and_says_what_its_actors_did(
     assert resumed["already_done"] == 4 and resumed["recorded"] == 0 and resumed["run_id"] == summary["run_id"]
 
 
+def test_a_node_that_lacks_a_key_ends_the_run_before_any_episode(cluster: LoopbackRayCluster, tmp_path: Path) -> None:
+    """The driver runs no episode, so it checks no key: each actor checks its own node's, and says which."""
+    toml = tmp_path / "awm.toml"
+    toml.write_text('[models.served]\nmodel = "openai/served"\napi_base = "http://127.0.0.1:9/v1"\n'
+                    'api_key_env = "RAY_ABSENT_KEY"\nprotocol = "native"\n')
+    out = tmp_path / "run"
+    done = awm_run(cluster, out, "--config", str(toml), "--policy", "served", "--quiet")
+    assert done.returncode == 2, done.stderr[-2000:]
+    line = done.stderr.strip().splitlines()[-1]
+    assert "--ray: node " in line and "RAY_ABSENT_KEY" in line
+    assert not (out / "episodes.jsonl").is_file() or (out / "episodes.jsonl").read_text() == ""
+
+
 async def test_a_ray_run_refuses_what_it_cannot_play_before_any_episode(tmp_path: Path) -> None:
     config = RunConfig(worlds="builtin", policy="sim/oracle", expert="none", scenarios="shop*", tasks="0",
                        out=tmp_path / "a", ray="127.0.0.2:1", preflight="off")
