@@ -120,3 +120,23 @@ async def test_a_grouped_run_is_planned_in_stages_in_one_process(tmp_path: Path)
     assert result.ran == result.planned == 2 and result.summary["shards"] == 1 and "groups" in result.summary
     again = await run(config.model_copy(update={"resume": True}))
     assert again.skipped == 2 and again.ran == 0
+
+
+async def test_an_endpoint_that_serves_fewer_than_the_concurrency_gates_its_episodes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Over real HTTP: the alias serves one call at a time, the run may keep three episodes in flight; two at most
+    start (two per slot), the others wait at the gate (events say so), and every one is recorded."""
+    from awm_runtime.testing import FakeOpenAI, sim_responder, teach_builtin
+
+    teach_builtin()
+    monkeypatch.setenv("PREP_KEY", "gate-key-0123")
+    with FakeOpenAI(key="gate-key-0123", models=("served",), responder=sim_responder("oracle")) as server:
+        path = tmp_path / "awm.toml"
+        path.write_text(f'[models.served]\nmodel = "openai/served"\napi_base = "{server.url}"\n'
+                        'api_key_env = "PREP_KEY"\nprotocol = "native"\nmax_concurrency = 1\n')
+        result = await run(RunConfig(**{**BUILTIN, "policy": "served", "tasks": "0-2", "preflight": "quick"},
+                                     concurrency=3, config_path=path, out=tmp_path / "run"))
+    assert result.ran == 3
+    gated = [json.loads(x) for x in (tmp_path / "run" / "events.jsonl").read_text().splitlines()
+             if '"episodes_gated"' in x]
+    assert gated and gated[0]["slots"] == 1 and gated[0]["episodes"] == 2 and gated[0]["concurrency"] == 3
