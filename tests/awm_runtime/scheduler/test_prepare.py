@@ -140,3 +140,27 @@ async def test_an_endpoint_that_serves_fewer_than_the_concurrency_gates_its_epis
     gated = [json.loads(x) for x in (tmp_path / "run" / "events.jsonl").read_text().splitlines()
              if '"episodes_gated"' in x]
     assert gated and gated[0]["slots"] == 1 and gated[0]["episodes"] == 2 and gated[0]["concurrency"] == 3
+
+
+async def test_filters_that_read_verifier_code_need_local_worlds(tmp_path: Path) -> None:
+    """An MCP world holds no verifier code: --exclude-trivial and --unverified skip are refused for it."""
+    import sys
+
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text('{"task": "Echo hi."}\n')
+    script = tmp_path / "server.py"
+    script.write_text("from mcp.server.fastmcp import FastMCP\nmcp = FastMCP('echo')\n"
+                      "@mcp.tool()\ndef echo(text: str) -> str:\n    return text\nmcp.run()\n")
+    remote = {**BUILTIN, "worlds": f"mcp+stdio:{sys.executable} {script}", "scenarios": "*", "tasks": "all"}
+    await refused(RunConfig(**remote, tasks_file=tasks, exclude_trivial=True, out=tmp_path / "a"),
+                  "--exclude-trivial needs local worlds")
+    await refused(RunConfig(**remote, tasks_file=tasks, unverified="skip", out=tmp_path / "b"),
+                  "--unverified skip needs local worlds")
+
+
+async def test_a_sharded_run_checkpoints_in_its_shards_into_the_run_directory(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    result = await run(RunConfig(**{**BUILTIN, "tasks": "0-1", "shards": 2}, concurrency=2, checkpoint="every",
+                                 out=out))
+    assert result.ran == 2 and result.summary["shards"] == 2
+    assert any((out / "checkpoints").rglob("*"))  # the shards saved where the parent's resume looks
