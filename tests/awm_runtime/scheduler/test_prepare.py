@@ -12,6 +12,7 @@ from awm_runtime import ArmConfig, ConfigError, RunConfig
 from awm_runtime.scheduler import prepare, run
 from awm_runtime.verifiers import Judge
 
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 BUILTIN: dict[str, Any] = {"worlds": "builtin", "policy": "sim/oracle", "expert": "none", "scenarios": "shop*",
                            "tasks": "0", "preflight": "off", "shards": 1}
 
@@ -164,3 +165,21 @@ async def test_a_sharded_run_checkpoints_in_its_shards_into_the_run_directory(tm
                                  out=out))
     assert result.ran == 2 and result.summary["shards"] == 2
     assert any((out / "checkpoints").rglob("*"))  # the shards saved where the parent's resume looks
+
+
+async def test_tasks_without_a_verifier_run_unverified_or_are_skipped(tmp_path: Path) -> None:
+    from awm_runtime.worlds import pack_sources
+
+    worlds = tmp_path / "worlds"
+    pack_sources(FIXTURES / "tiny_src", worlds)
+    code = worlds / "gen_verifier.pure_code.jsonl"  # task 1 loses its code-mode verifier
+    code.write_text("".join(line + "\n" for line in code.read_text().splitlines() if json.loads(line)["task_idx"] != 1))
+    local = {**BUILTIN, "worlds": str(worlds), "scenarios": "*", "tasks": "all", "verifier": "code"}
+    kept = await prepare(RunConfig(**local, unverified="run", out=tmp_path / "a"))
+    await kept.world.aclose()
+    assert sorted(t.task_idx for t in kept.tasks) == [0, 1, 2]  # task 1 runs, verdict no_verifier
+    skipped = await prepare(RunConfig(**local, unverified="skip", out=tmp_path / "b"))
+    await skipped.world.aclose()
+    assert sorted(t.task_idx for t in skipped.tasks) == [0, 2]
+    await refused(RunConfig(**{**local, "tasks": "1"}, unverified="skip", out=tmp_path / "c"),
+                  "none of the 1 selected tasks has a usable code-mode verifier")
