@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -183,3 +184,14 @@ async def test_tasks_without_a_verifier_run_unverified_or_are_skipped(tmp_path: 
     assert sorted(t.task_idx for t in skipped.tasks) == [0, 2]
     await refused(RunConfig(**{**local, "tasks": "1"}, unverified="skip", out=tmp_path / "c"),
                   "none of the 1 selected tasks has a usable code-mode verifier")
+
+
+async def test_a_prompts_folder_is_checked_and_used_for_the_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from awm_runtime._prompts import PROMPTS_ENV
+
+    monkeypatch.delenv(PROMPTS_ENV, raising=False)  # restored after the test: the folder is this process's
+    await refused(RunConfig(**BUILTIN, prompts=tmp_path / "missing", out=tmp_path / "a"), "--prompts .*not a directory")
+    (tmp_path / "mine").mkdir()
+    prep = await prepare(RunConfig(**BUILTIN, prompts=tmp_path / "mine", out=tmp_path / "b"))
+    await prep.world.aclose()
+    assert prep.tasks and PROMPTS_ENV in os.environ
