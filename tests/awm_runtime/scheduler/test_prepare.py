@@ -186,7 +186,8 @@ async def test_tasks_without_a_verifier_run_unverified_or_are_skipped(tmp_path: 
                   "none of the 1 selected tasks has a usable code-mode verifier")
 
 
-async def test_a_prompts_folder_is_checked_and_used_for_the_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_a_prompts_folder_is_checked_and_used_for_the_run(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
     from awm_runtime._prompts import PROMPTS_ENV
 
     monkeypatch.delenv(PROMPTS_ENV, raising=False)  # restored after the test: the folder is this process's
