@@ -4,10 +4,14 @@ records; an actor runs the episodes. tests/e2e/test_ray_run.py drives `awm-run -
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -76,3 +80,39 @@ async def test_a_ray_run_refuses_what_it_cannot_play_before_any_episode(tmp_path
         await prepare(config.model_copy(update={"checkpoint": "every"}))
     with pytest.raises(ConfigError, match="no Ray cluster answers there"):
         await run(config)
+
+
+def test_an_actor_killed_mid_run_is_lost_and_the_run_stops_for_resume(cluster: LoopbackRayCluster,
+                                                                       tmp_path: Path) -> None:
+    """The run's only actor dies with episodes in flight: they are not recorded, its leases go back, and the
+    run stops (nothing is left to run them) with the command that continues it."""
+    toml = tmp_path / "awm.toml"
+    toml.write_text('[models.slow]\nmodel = "sim/oracle"\nprotocol = "native"\n'
+                    "params = { sim = { latency_s = 1.0 } }\n")
+    out = tmp_path / "run"
+    args = [*CMD, "--ray", cluster.address, "--worlds", "builtin", "--policy", "slow", "--expert", "none",
+            "--config", str(toml), "--scenarios", "shop*", "--tasks", "0,1", "--repeats", "4", "--concurrency", "2",
+            "--out", str(out), "--quiet"]
+    driver = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              env=cluster.client_env())
+    try:
+        started: list[dict[str, Any]] = []
+        deadline = time.monotonic() + 240
+        while not started and time.monotonic() < deadline and driver.poll() is None:
+            time.sleep(0.2)
+            text = (out / "events.jsonl").read_text() if (out / "events.jsonl").is_file() else ""
+            started = [e for e in map(json.loads, text.splitlines()) if e["event"] == "ray_started"]
+        assert started, driver.stderr.read() if driver.poll() is not None else "no ray_started"
+        time.sleep(1.5)  # episodes in flight on the actor
+        os.kill(int(started[0]["actors"][0]["pid"]), signal.SIGKILL)
+        _, err = driver.communicate(timeout=240)
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+            driver.wait()
+    assert driver.returncode == 130, err[-2000:]
+    assert "--resume" in err
+    events = [json.loads(x)["event"] for x in (out / "events.jsonl").read_text().splitlines()]
+    assert "actor_lost" in events
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["stop_reason"] == "ray_actors_lost" and summary["recorded"] < summary["planned"] == 8
