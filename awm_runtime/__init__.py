@@ -5,6 +5,9 @@ The public API is what this module exports; everything else is internal.
     import asyncio, awm_runtime
     result = asyncio.run(awm_runtime.run(awm_runtime.RunConfig(policy="sim/oracle", expert="none")))
 
+`run(config)` prepares first; `prepare(config)` alone resolves and checks the run (bad input fails there,
+before any episode) and `run(prepared)` executes what it returned.
+
 Names load on first use (PEP 562), so importing one part of the package (`awm_runtime.groups`, the
 CLI's `--help`) does not import the scheduler, the world engine or a model SDK.
 """

@@ -98,7 +98,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
 
         task = asyncio.create_task(sample())
         try:
-            result = await run_episodes(config, prepared=prep, progress=progress)
+            result = await run_episodes(prep, progress=progress)
         finally:
             task.cancel()
         total_s = time.perf_counter() - started

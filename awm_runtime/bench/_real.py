@@ -42,7 +42,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     from awm_runtime import RunConfig
     from awm_runtime.models import local_servers
-    from awm_runtime.scheduler import cpu_s, prepare
+    from awm_runtime.scheduler import cpu_s, prepare, revise
     from awm_runtime.scheduler import run as run_episodes
 
     out = args.out or Path(tempfile.mkdtemp(prefix="awm-bench-real-")) / "run"
@@ -55,11 +55,11 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     client = prep.harnesses["main"].policy.client  # type: ignore[attr-defined]
     concurrency = args.concurrency or client.config.max_concurrency
     repeats = max(1, math.ceil(args.episodes / len(prep.tasks)))
-    prep.config = config.model_copy(update={"repeats": repeats, "concurrency": concurrency})
+    prep = await revise(prep, repeats=repeats, concurrency=concurrency)
     server = local_servers().get(client.config.alias)
     cpu0 = {"self": cpu_s(), "server": server.cpu_s() if server else 0.0}
     started = time.perf_counter()
-    await run_episodes(prep.config, prepared=prep)  # stops the local server at the end
+    await run_episodes(prep)  # stops the local server at the end
     wall = time.perf_counter() - started
     cpu = {"runtime": cpu_s() - cpu0["self"], "server": server.cpu_s() - cpu0["server"] if server else None}
     return _report(args, out, wall, setup_s, cpu, concurrency, client.config)

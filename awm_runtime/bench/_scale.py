@@ -132,7 +132,7 @@ async def full_stack(args: argparse.Namespace, out: Path, ray: str | None = None
                                                                dict[str, float], int]:
     """The full stack against the loopback model server, in this process, its shards, or on `ray`."""
     from awm_runtime import RunConfig
-    from awm_runtime.scheduler import prepare
+    from awm_runtime.scheduler import prepare, revise
 
     n, latency = args.episodes, args.latency
     bench_started = time.time()
@@ -154,7 +154,7 @@ async def full_stack(args: argparse.Namespace, out: Path, ray: str | None = None
         repeats = max(1, math.ceil(n * (1 if batch else args.waves) / len(prep.tasks)))
         # A batch: every planned episode in flight at once.
         update = {"repeats": repeats, **({"concurrency": repeats * len(prep.tasks)} if batch else {})}
-        prep.config = config.model_copy(update=update)
+        prep = await revise(prep, **update)
         await asyncio.to_thread(_lateness, url, reset=True)  # the preflight's call is not the run's
         run_started = time.time()
         summary, samples, base_rss, cpu = await _measure(prep, server.pid)
@@ -198,7 +198,7 @@ async def _measure(prep: Any, server_pid: int | None) -> tuple[dict[str, Any], l
 
     sampler = asyncio.create_task(sample())
     try:
-        result = await run_episodes(prep.config, prepared=prep, progress=progress)
+        result = await run_episodes(prep, progress=progress)
     finally:
         sampler.cancel()
         await asyncio.to_thread(peaks.stop)

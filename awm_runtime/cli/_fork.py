@@ -127,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
     def go() -> int:
         from rich.console import Console
 
-        from awm_runtime.report import forks_table, paired_table, summary_table
+        from awm_runtime.report import print_run
         from awm_runtime.scheduler import RunControl, prepare, run
 
         config, planner, plan = build(args)
@@ -136,15 +136,14 @@ def main(argv: list[str] | None = None) -> int:
             (args.out / FORK_FILE).write_text(json.dumps(plan, indent=2), encoding="utf-8")
 
         async def main_async() -> Any:
-            prepared = await prepare(config)
-            prepared.planner = planner
+            prepared = await prepare(config, planner=planner)
             if not args.quiet and not args.json:
                 print(f"awm-fork: {planner.planned} continuations from {planner.info['checkpoints']} checkpoints; "
                       f"containment: {prepared.containment.statement}", file=sys.stderr)
             control = RunControl(config.grace_s)
             remove = control.install_signal_handlers(lambda name, hard: None)
             try:
-                return await run(config, prepared=prepared, control=control)
+                return await run(prepared, control=control)
             finally:
                 remove()
 
@@ -152,11 +151,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.json:
             print(json.dumps(result.summary, indent=2))
         else:
-            console = Console()
-            console.print(summary_table(result.summary))
-            for table in (paired_table(result.summary), forks_table(result.summary)):
-                if table is not None:
-                    console.print(table)
+            print_run(Console(), result.summary)
             print(f"fork run directory: {result.out}", file=sys.stderr)
         if result.interrupted:
             print(f"awm-fork: stopped early: continue with awm-fork --out {result.out} --resume", file=sys.stderr)

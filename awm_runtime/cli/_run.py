@@ -79,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
         from rich.console import Console
 
         from awm_runtime.cli._live import LiveView
-        from awm_runtime.report import economics_table, paired_table, sequential_text, summary_table
+        from awm_runtime.report import print_run
         from awm_runtime.scheduler import (
             RunControl,
             RunProgress,
@@ -108,25 +108,18 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"awm-run: {text}", file=sys.stderr)
 
         async def main_async() -> Any:
-            prepared = await prepare(config)
+            prepared = await prepare(config)  # --until-decided: the sequential test at --alpha
+            concurrency = prepared.config.concurrency
             print(f"awm-run: containment: {prepared.containment.statement}", file=sys.stderr)
-            for line in gate_notes(endpoint_gates(prepared.harnesses, config.concurrency), config.concurrency):
+            for line in gate_notes(endpoint_gates(prepared.harnesses, concurrency), concurrency):
                 print(f"awm-run: {line}", file=sys.stderr)
-            stopping = None
-            if config.until_decided:
-                from awm_runtime.report import SequentialTest
-                from awm_runtime.scheduler import require_prices
-
-                if config.max_usd is not None:
-                    require_prices(prepared)
-                stopping = SequentialTest(config.alpha)
-            control = RunControl(config.grace_s)
+            control = RunControl(prepared.config.grace_s)
             remove = control.install_signal_handlers(on_signal)
             if view is not None:
                 view.start()
             try:
-                return await run(config, prepared=prepared, control=control, progress=progress,
-                                 log_stdout=sys.stdout if args.log_stdout else None, stopping=stopping)
+                return await run(prepared, control=control, progress=progress,
+                                 log_stdout=sys.stdout if args.log_stdout else None)
             finally:
                 remove()
                 if view is not None:
@@ -136,20 +129,12 @@ def main(argv: list[str] | None = None) -> int:
         if args.json:
             print(json.dumps(result.summary, indent=2))
         else:
-            seq = result.summary.get("sequential")
-            if seq:  # the only p valid after an early stop leads; the table below shows no fixed-sample p
-                comparisons = result.summary.get("paired") or [None]
-                Console().print(sequential_text(seq, comparisons[0]), highlight=False)
-            Console().print(summary_table(result.summary))
-            paired = paired_table(result.summary)
-            if paired is not None:
-                Console().print(paired)
+            print_run(Console(), result.summary)  # after an early stop its sequential result leads
             for step in result.summary.get("groups", {}).get("steps", []):  # the GRPO curriculum, step by step
                 print(f"groups step {step['step']} ({step['arm']}): {step['phase'] or 'fixed'} "
                       f"{step['expert_members']}:{step['solo_members']} expert:solo, "
                       f"format-error rate {step['format_error_rate']}, incomplete groups "
                       f"{step['incomplete_groups']} of {step['groups']}", file=sys.stderr)
-            Console().print(economics_table(result.summary))
             sims = [a for a in result.summary["arms"].values() if a["simulated"]]
             if sims:
                 Console().print("[yellow]Simulated policy: these numbers exercise the runtime; "

@@ -12,6 +12,7 @@ from awm_runtime.report._paired import (
     mcnemar_exact_p,
     sign_flip_p,
 )
+from awm_runtime.report._print import print_run
 from awm_runtime.report._sequential import SequentialTest
 from awm_runtime.report._stopping import apply_stopping
 from awm_runtime.report._summary import ArmStats, RunStats, summary_fields
@@ -35,6 +36,7 @@ __all__ = [
     "paired_table",
     "priced",
     "print_report",
+    "print_run",
     "report_json",
     "sequential_text",
     "sign_flip_p",

@@ -57,23 +57,13 @@ def report_json(report: Report) -> dict[str, Any]:
 def print_report(console: Console, report: Report) -> None:
     """The terminal report: per run its sequential result first (if any), then its tables; then the runs
     compared on their shared tasks."""
-    from awm_runtime.report._forks import forks_table
-    from awm_runtime.report._stopping import sequential_text
-    from awm_runtime.report._table import economics_table, paired_table, summary_table
+    from awm_runtime.report._print import print_run
+    from awm_runtime.report._table import paired_table
 
     for run in report.runs:
-        stats = run.stats
         if report.multi:
             console.print(f"[bold]{run.label}[/] ({run.path})")
-        seq = stats.get("sequential")
-        if isinstance(seq, dict):
-            paired = [c for c in stats.get("paired") or [] if isinstance(c, dict)]
-            console.print(sequential_text(seq, paired[0] if paired else None), highlight=False)
-        console.print(summary_table(stats))
-        for table in (paired_table(stats), forks_table(stats)):
-            if table is not None:
-                console.print(table)
-        console.print(economics_table(stats))
+        print_run(console, run.stats)
     if report.across is not None:
         title = ACROSS_TITLE.format(n=report.across.get("shared_tasks", 0))
         console.print(f"[bold]{title}[/]")

@@ -5,6 +5,7 @@ from awm_runtime._units import Unit
 from awm_runtime.scheduler._admission import endpoint_gates, gate_notes
 from awm_runtime.scheduler._control import LoopLag, RunControl, cpu_s, must_finish, rss_mib
 from awm_runtime.scheduler._decide import PairWatch, require_prices
+from awm_runtime.scheduler._entry import run
 from awm_runtime.scheduler._episode_pool import EpisodePool, error_record
 from awm_runtime.scheduler._fds import raise_open_files
 from awm_runtime.scheduler._forks import (
@@ -18,16 +19,24 @@ from awm_runtime.scheduler._forks import (
     plan_forks,
     select_checkpoints,
 )
-from awm_runtime.scheduler._plan import order_tasks, parse_task_spec, plan_episodes, scenario_matches, select_tasks
-from awm_runtime.scheduler._prepare import PreparedRun, prepare
-from awm_runtime.scheduler._processes import resolve_shards
+from awm_runtime.scheduler._launch import Launch
+from awm_runtime.scheduler._plan import (
+    order_tasks,
+    parse_task_spec,
+    plan_episodes,
+    resolve_shards,
+    scenario_matches,
+    select_tasks,
+)
+from awm_runtime.scheduler._prepare import PreparedRun, prepare, ready, revise
 from awm_runtime.scheduler._progress import RunProgress
-from awm_runtime.scheduler._run import RunResult, run
+from awm_runtime.scheduler._run import RunResult
 from awm_runtime.scheduler._trust import check_manifest, own_models
 
 __all__ = [
     "EpisodePool",
     "ForkPlanner",
+    "Launch",
     "LoopLag",
     "PairWatch",
     "PreparedRun",
@@ -55,8 +64,10 @@ __all__ = [
     "plan_forks",
     "prepare",
     "raise_open_files",
+    "ready",
     "require_prices",
     "resolve_shards",
+    "revise",
     "rss_mib",
     "run",
     "scenario_matches",

@@ -14,15 +14,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from awm_runtime._config import RunConfig
-from awm_runtime._errors import ConfigError
 from awm_runtime._interfaces import Sink
 from awm_runtime._types import EpisodeKey, EpisodeRecord
 from awm_runtime._units import EpisodeRunner, Unit
 from awm_runtime.logs import EventLogSink, EventStream, RunDirWriter
 from awm_runtime.scheduler._control import RunControl, must_finish
 from awm_runtime.scheduler._episode_pool import EpisodePool
+from awm_runtime.scheduler._launch import Launch
 from awm_runtime.scheduler._prepare import PreparedRun
-from awm_runtime.scheduler._processes import resolve_shards, run_sharded
+from awm_runtime.scheduler._processes import run_sharded
 from awm_runtime.scheduler._progress import RunProgress
 
 if TYPE_CHECKING:
@@ -55,15 +55,24 @@ class Backend(Protocol):
 
 @dataclass(slots=True)
 class Run:
-    """What every backend shares: the prepared run, its id, the stop control, the live progress, and how a
-    finished unit's records are written."""
+    """What every backend shares: the prepared run and how it was launched, the stop control, the live
+    progress, and how a finished unit's records are written."""
 
-    config: RunConfig
     prep: PreparedRun
-    run_id: str
+    launch: Launch
     control: RunControl
     progress: RunProgress
     record: Record
+
+    @property
+    def config(self) -> RunConfig:
+        """The run's one config."""
+        return self.prep.config
+
+    @property
+    def run_id(self) -> str:
+        """The run's id."""
+        return self.launch.run_id
 
 
 @dataclass(slots=True)
@@ -141,31 +150,15 @@ class OnRay:
         return await must_finish(self.cluster.close()) if self.cluster is not None else {}
 
 
-def backend_shards(config: RunConfig, prep: PreparedRun, sinks: Sequence[Sink]) -> int:
-    """How many episode processes the run's backend starts (1 for groups and Ray; ConfigError, one line, for a
-    run no backend can play as asked)."""
-    if prep.planner is not None and config.ray is None and config.shards not in ("auto", 1):
-        raise ConfigError("--group-size runs in one process (groups are planned stage by stage and finalised "
-                          "together): use --shards 1")
-    if config.ray and prep.config.checkpoint != "none":
-        raise ConfigError("--checkpoint needs the run's episodes on this machine (the checkpoints live in the run "
-                          "directory): drop --ray, or run without checkpoints")
-    shards = 1 if prep.planner is not None or config.ray else resolve_shards(config.shards, config.concurrency)
-    if (shards > 1 or config.ray) and sinks:
-        raise ConfigError("custom sinks see the episodes of their own process only: use --shards 1 with sinks, "
-                          "and no --ray")
-    return shards
-
-
-def choose_backend(run: Run, *, shards: int, sinks: Sequence[Sink], out: Path, writer: RunDirWriter,
-                   done: set[EpisodeKey], events: EventStream) -> Backend:
+def choose_backend(run: Run, *, writer: RunDirWriter, done: set[EpisodeKey], events: EventStream) -> Backend:
     """The one backend of a run: Ray when it names a cluster, episode processes for more than one shard, else
     this process."""
+    launch = run.launch
     if run.config.ray:
-        return OnRay(run, events, shards)
-    if shards > 1:
-        return Sharded(run, shards, out, writer, done)
-    return InProcess(run, sinks, shards)
+        return OnRay(run, events, launch.shards)
+    if launch.shards > 1:
+        return Sharded(run, launch.shards, launch.out, writer, done)
+    return InProcess(run, launch.sinks, launch.shards)
 
 
 async def run_local(config: RunConfig, prep: PreparedRun, run_id: str, sinks: Sequence[Sink],

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import signal
 import time
 from collections.abc import Awaitable, Callable
@@ -129,12 +130,8 @@ class LoopLag:
         """The upper edge (ms) of the bucket holding the q-quantile."""
         if not self.samples:
             return 0.0
-        need, seen = q * self.samples, 0
-        for ms, count in enumerate(self.counts):
-            seen += count
-            if seen >= need:
-                return float(ms + 1)
-        return float(self.BUCKETS)
+        need = q * self.samples  # q <= 1: the last bucket holds every sample, so one is always found
+        return float(next(ms for ms, seen in enumerate(itertools.accumulate(self.counts), 1) if seen >= need))
 
     def to_dict(self) -> dict[str, Any]:
         return {"samples": self.samples, "p50_ms": self.percentile(0.5), "p99_ms": self.percentile(0.99),

@@ -10,7 +10,6 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
-from awm_runtime._config import RunConfig
 from awm_runtime.scheduler._prepare import PreparedRun
 from awm_runtime.scheduler._resume import ModelTable, model_table
 from awm_runtime.scheduler._trust import seal
@@ -37,8 +36,11 @@ def _arm(harness: Any, models: ModelTable) -> dict[str, Any]:
     return out
 
 
-def manifest(config: RunConfig, prep: PreparedRun, run_id: str, shards: int,
-              previous: dict[str, Any] | None) -> dict[str, Any]:
+def manifest(prep: PreparedRun) -> dict[str, Any]:
+    """manifest.json of a launched run's session: its config (with the model definitions a resume runs from),
+    versions, worlds, arms and containment, this session added to the resumed run's, sealed."""
+    assert prep.launch is not None
+    config, run_id, shards, previous = prep.config, prep.launch.run_id, prep.launch.shards, prep.launch.previous
     root = getattr(getattr(prep.world, "dataset", None), "root", None)  # an AWM dataset's directory, if any
     session = {"started_at": datetime.now(UTC).isoformat(), "argv": sys.argv, "resumed": config.resume,
                "shards": shards, "concurrency": config.concurrency, "pid": os.getpid()}

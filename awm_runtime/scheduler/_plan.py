@@ -16,7 +16,10 @@ from __future__ import annotations
 
 import fnmatch
 import hashlib
+import math
+import os
 from collections.abc import Iterator, Sequence
+from typing import Literal
 
 from awm_runtime._config import ArmConfig
 from awm_runtime._errors import ConfigError
@@ -112,3 +115,17 @@ def plan_shuffled(tasks: Sequence[Task], arms: Sequence[ArmConfig], *, repeats: 
             for arm in arms:
                 yield EpisodeSpec(arm=arm.name, scenario=task.scenario, task_idx=task.task_idx,
                                   repeat=repeat, seed=s)
+
+
+# Measured (docs/runs.md, awm-bench scale): the full stack costs one loop about 0.01 CPU-s per
+# episode (about 2 ms per model call on the direct transport), so a loop saturates near 500 calls/s.
+# 1,000 episodes at 5 s (200 calls/s) ran at 85% of ideal with a loop lag p99 of 20 ms; 512 per
+# shard keeps a loop under half a core at 2 s latency.
+EPISODES_PER_SHARD = 512
+def resolve_shards(requested: int | Literal["auto"], concurrency: int, cpus: int | None = None) -> int:
+    """How many processes run a run: `auto` adds one per EPISODES_PER_SHARD in flight, up to one less
+    than the CPUs (the world workers need a core too: on 2 cores a second shard measured no faster)."""
+    if requested != "auto":
+        return max(1, min(int(requested), concurrency))
+    cpus = cpus or os.cpu_count() or 1
+    return max(1, min(cpus - 1, math.ceil(concurrency / EPISODES_PER_SHARD)))

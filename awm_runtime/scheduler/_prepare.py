@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -12,11 +12,12 @@ from typing import Any
 from awm_runtime._build import BuildContext, assemble_harness
 from awm_runtime._config import RunConfig
 from awm_runtime._errors import ConfigError
+from awm_runtime._interfaces import Sink, StoppingRule
 from awm_runtime._log import get_logger
 from awm_runtime._prompts import use_prompts
 from awm_runtime._types import EpisodeKey, EpisodeSpec, ForkSpec, Task
 from awm_runtime._units import Planner, Unit
-from awm_runtime.episode import EpisodeLimits, ExpertBudget, Harness
+from awm_runtime.episode import CHECKPOINTS, EpisodeLimits, ExpertBudget, Harness
 from awm_runtime.isolation import Containment, require
 from awm_runtime.logs import register_secrets
 from awm_runtime.models import (
@@ -29,8 +30,9 @@ from awm_runtime.models import (
     start_call_procs,
     start_local_servers,
 )
+from awm_runtime.scheduler._decide import require_prices
 from awm_runtime.scheduler._fit import check_fit
-from awm_runtime.scheduler._outdir import out_dir
+from awm_runtime.scheduler._launch import Launch, settle
 from awm_runtime.scheduler._plan import order_tasks, plan_episodes, plan_shuffled, select_tasks, split
 from awm_runtime.scheduler._resume import with_stored_models
 from awm_runtime.verifiers import Judge
@@ -40,7 +42,6 @@ from awm_runtime.worlds import (
     RunWorld,
     WorldOptions,
     in_flight_by_scenario,
-    is_remote,
     load_split,
     load_worlds,
     trivial_tasks,
@@ -65,6 +66,10 @@ def world_options(config: RunConfig) -> WorldOptions:
 
 @dataclass(slots=True)
 class PreparedRun:
+    """A run resolved and checked, ready to execute: its one config (a resumed run's stored models and the
+    chosen run directory filled in), world, tasks, a harness per arm, the model clients, and `launch`: where
+    and how it runs (None in a shard or Ray actor, which runs episodes for a parent that holds it)."""
+
     config: RunConfig
     world: RunWorld
     tasks: list[Task]
@@ -76,11 +81,11 @@ class PreparedRun:
     checkpoint_root: Path | None = None  # where --checkpoint saves (the run directory's checkpoints/)
     # Episodes a killed run left in flight, by key: resumed from their last checkpoint (docs/forks.md).
     resume_from: dict[EpisodeKey, ForkSpec] = field(default_factory=dict)
+    launch: Launch | None = None
 
     async def plan_disk(self) -> None:
         """Size each scenario's disk quota for the episodes of it this run keeps open at once (its planned
-        episodes, at most the concurrency). `prepare` calls it, and `run` again: a caller may change
-        `config` in between."""
+        episodes, at most the concurrency). `prepare` and `revise` call it."""
         if isinstance(self.world, AwmWorld) and self.tasks:
             per_task = -(-self.planned // len(self.tasks))
             await self.world.plan_in_flight(in_flight_by_scenario([t.scenario for t in self.tasks], per_task,
@@ -88,11 +93,13 @@ class PreparedRun:
 
     @property
     def planned(self) -> int:
+        """How many episodes the run plans (a planner's count for groups and forks)."""
         if self.planner is not None:
             return self.planner.planned
         return len(self.tasks) * len(self.harnesses) * self.config.repeats
 
     def specs(self) -> Iterator[EpisodeSpec]:
+        """Every planned episode (shuffled for `--until-decided`, so a stop leaves a fair sample)."""
         plan = plan_shuffled if self.config.until_decided else plan_episodes
         return plan(self.tasks, self.config.arm_list(), repeats=self.config.repeats, seed=self.config.seed)
 
@@ -105,6 +112,7 @@ class PreparedRun:
         return self.planner.stages() if self.planner is not None else iter([self.units()])
 
     def remaining(self, done: set[EpisodeKey]) -> int:
+        """How many planned episodes `done` lacks."""
         if self.planner is not None:
             return max(0, self.planner.planned - len(done))
         return sum(1 for s in self.specs() if s.key not in done)
@@ -115,14 +123,18 @@ class PreparedRun:
         return harness if spec.with_expert or harness.expert is None else replace(harness, expert=None)
 
 
-async def prepare(config: RunConfig, *, check: bool = True, shard: tuple[int, int] = (0, 1),
+async def prepare(config: RunConfig, *, sinks: Sequence[Sink] = (), stopping: StoppingRule | None = None,
+                  planner: Planner | None = None, check: bool = True, shard: tuple[int, int] = (0, 1),
                   local_bases: Mapping[str, str] | None = None) -> PreparedRun:
-    """Resolve everything a run needs and check it, so bad input fails before any episode.
+    """Resolve everything a run needs and check it, so bad input fails before any episode: the one code
+    that reads and checks a RunConfig. `run` executes what it returns.
 
-    A shard passes `check=False` (its parent ran the preflight), `shard=(index, count)`: it gets its
-    part of every endpoint's limits, so the shards together keep to what awm.toml allows, and
-    `local_bases`: the local model servers its parent started, by alias, which it uses instead of
-    starting its own."""
+    `sinks` see every episode (one process only); `stopping` is the rule of an `--until-decided` run
+    (default: the sequential test at `config.alpha`); `planner` plans the episodes instead (awm-fork).
+    A shard passes `check=False` (its parent ran the preflight and holds the run directory),
+    `shard=(index, count)`: it gets its part of every endpoint's limits, so the shards together keep to
+    what awm.toml allows, and `local_bases`: the local model servers its parent started, by alias, which
+    it uses instead of starting its own."""
     if config.resume and check:
         config = _resumed(config)
     registry = load_registry(config.config_path)
@@ -132,22 +144,56 @@ async def prepare(config: RunConfig, *, check: bool = True, shard: tuple[int, in
     containment = require(config.unsafe_no_sandbox)  # before any dataset code can run
     if config.prompts is not None:
         use_prompts(config.prompts)
-    if check:  # a bad --out is one line now, not after the preflight
-        out = out_dir(config)[0]
-        if config.out is None and is_remote(config.worlds):  # MCP servers log into the run directory
-            config = config.model_copy(update={"out": out})
+    launch = None
+    if check:  # the run directory and the backend: one line now, not after the preflight
+        grouped = planner is not None or config.group_size is not None or config.expert_ratio is not None
+        config, launch = settle(config, grouped=grouped, sinks=sinks, stopping=stopping)
     world = load_worlds(config.worlds, solutions=config.solutions, options=world_options(config),
                         tasks_file=config.tasks_file, remote=remote_options(config))
     try:
         if isinstance(world, RemoteWorld):
             await world.connect()  # a world that cannot be reached is bad input: one line, before any episode
         prep = await _prepare(config, registry, world, check, local_bases)
+        if planner is not None:
+            prep.planner = planner
+        if launch is not None:
+            _launched(prep, launch)
         await prep.plan_disk()
     except BaseException:
         await asyncio.shield(world.aclose())
+        await asyncio.shield(shutdown())  # the local model servers a refused run started
         raise
     prep.containment = containment
     return prep
+
+
+def ready(prep: PreparedRun, *, sinks: Sequence[Sink] = (), stopping: StoppingRule | None = None) -> PreparedRun:
+    """Check and launch a PreparedRun built without `prepare` (an embedder's own world and harnesses, a
+    test's): the same checks of its config and the same choice of run directory and backend."""
+    config, launch = settle(prep.config, grouped=prep.planner is not None, sinks=sinks, stopping=stopping)
+    prep.config = config
+    _launched(prep, launch)
+    return prep
+
+
+async def revise(prep: PreparedRun, **update: Any) -> PreparedRun:
+    """A prepared run with some counts changed (awm-bench sizes `repeats` and `concurrency` to the tasks it
+    found): checked and launched again, and its worlds' disk planned again."""
+    launch = prep.launch
+    prep.config = prep.config.model_copy(update=update)
+    ready(prep, sinks=launch.sinks if launch else (), stopping=launch.stopping if launch else None)
+    await prep.plan_disk()
+    return prep
+
+
+def _launched(prep: PreparedRun, launch: Launch) -> None:
+    """Attach how the run runs, with what follows from it: where --checkpoint saves, and the prices a
+    --max-usd budget needs."""
+    prep.launch = launch
+    if prep.config.checkpoint != "none":
+        prep.checkpoint_root = launch.out / CHECKPOINTS
+    if launch.stopping is not None and prep.config.max_usd is not None:
+        require_prices(prep)
 
 
 async def _prepare(config: RunConfig, registry: Any, world: RunWorld, check: bool,

@@ -10,22 +10,21 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import math
 import os
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from awm_runtime._config import RunConfig
 from awm_runtime._errors import AwmError, ConfigError
 from awm_runtime._log import get_logger
-from awm_runtime._types import EpisodeKey, EpisodeRecord
+from awm_runtime._types import EpisodeKey
 from awm_runtime.isolation import kill_process
-from awm_runtime.logs import EVENTS, RunDirWriter, record_line
+from awm_runtime.logs import EVENTS, RunDirWriter
 from awm_runtime.models import local_bases
 from awm_runtime.scheduler._control import RunControl, must_finish
 from awm_runtime.scheduler._plan import split
@@ -37,22 +36,8 @@ if TYPE_CHECKING:
 
 log = get_logger("awm_runtime.scheduler")
 
-# Measured (docs/runs.md, awm-bench scale): the full stack costs one loop about 0.01 CPU-s per
-# episode (about 2 ms per model call on the direct transport), so a loop saturates near 500 calls/s.
-# 1,000 episodes at 5 s (200 calls/s) ran at 85% of ideal with a loop lag p99 of 20 ms; 512 per
-# shard keeps a loop under half a core at 2 s latency.
-EPISODES_PER_SHARD = 512
 READY_TIMEOUT_S = 300.0
 LINE_LIMIT = 1 << 28  # a record line can be large (long transcripts); this is a cap, not a buffer
-
-
-def resolve_shards(requested: int | Literal["auto"], concurrency: int, cpus: int | None = None) -> int:
-    """How many processes run a run: `auto` adds one per EPISODES_PER_SHARD in flight, up to one less
-    than the CPUs (the world workers need a core too: on 2 cores a second shard measured no faster)."""
-    if requested != "auto":
-        return max(1, min(int(requested), concurrency))
-    cpus = cpus or os.cpu_count() or 1
-    return max(1, min(cpus - 1, math.ceil(concurrency / EPISODES_PER_SHARD)))
 
 
 @dataclass(slots=True)
@@ -176,8 +161,8 @@ async def _serve(shard: Shard, feeder: _Feeder, prep: PreparedRun, progress: Run
             lines = [await shard.reader.readline() for _ in range(msg["n"])]
             if not all(raw.endswith(b"\n") for raw in lines):
                 break
-            unit = shard.outstanding.pop(msg["id"])
-            await must_finish(_write(unit, lines, msg, progress, writer, done))
+            shard.outstanding.pop(msg["id"])
+            await must_finish(_write(lines, msg, progress, writer, done))
             feeder.top_up(shard)
         elif kind == "beat":
             shard.beat = msg
@@ -191,20 +176,13 @@ async def _serve(shard: Shard, feeder: _Feeder, prep: PreparedRun, progress: Run
                   note="its in-flight episodes are not recorded; --resume runs them")
 
 
-async def _write(unit: Unit, lines: list[bytes], msg: dict[str, Any], progress: RunProgress,
-                 writer: RunDirWriter, done: set[EpisodeKey]) -> None:
+async def _write(lines: list[bytes], msg: dict[str, Any], progress: RunProgress, writer: RunDirWriter,
+                 done: set[EpisodeKey]) -> None:
+    """A shard's records of one unit, as it wrote them: a sharded run's units carry no finaliser (groups and
+    forks are planned stage by stage and run in one process: scheduler/_launch.backend_shards)."""
     keys = [tuple(k) for k in msg["keys"]]
     if msg.get("tools") and not await asyncio.to_thread(writer.add_tools, msg["tools"]):  # before their records
         return  # a full disk: the run is stopping (logs/_rundir.py)
-    if unit.finalize is not None:  # group finalisers live in this process: apply them here
-        records = unit.finalize([EpisodeRecord.model_validate_json(raw) for raw in lines])
-        fresh_records = [r for r in records if (r.arm, r.scenario, r.task_idx, r.repeat) not in done]
-        if not await asyncio.to_thread(lambda: writer.append(b"".join(record_line(r) for r in fresh_records))):
-            return
-        for r in fresh_records:
-            progress.stats.add(r)
-        progress.recorded += len(fresh_records)
-        return
     fresh = [i for i, k in enumerate(keys) if k not in done]
     if not await asyncio.to_thread(writer.append, b"".join(lines[i] for i in fresh)):
         return

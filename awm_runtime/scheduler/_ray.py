@@ -31,9 +31,8 @@ from awm_runtime._types import EpisodeRecord, EpisodeSpec
 from awm_runtime.logs import EventStream, ToolSets
 from awm_runtime.models import EndpointStats, LimitsService, limiter_specs
 from awm_runtime.scheduler._control import RunControl, must_finish
-from awm_runtime.scheduler._plan import split
+from awm_runtime.scheduler._plan import resolve_shards, split
 from awm_runtime.scheduler._prepare import PreparedRun
-from awm_runtime.scheduler._processes import resolve_shards
 from awm_runtime.scheduler._progress import RunProgress
 from awm_runtime.scheduler._ray_actor import EpisodeActor, parse_record, tasks_digest
 

@@ -1,4 +1,4 @@
-"""Running a prepared run: stream its episodes through a pool, write the run directory, summarise.
+"""Executing a prepared run: stream its episodes through a pool, write the run directory, summarise.
 
 Each episode is isolated: any failure becomes that episode's record; siblings keep running.
 Records are appended to episodes.jsonl as they finish (the one writer is this process, also when
@@ -10,21 +10,16 @@ from __future__ import annotations
 
 import asyncio
 import time
-import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
 import structlog
 
-from awm_runtime._config import RunConfig
-from awm_runtime._errors import ConfigError
-from awm_runtime._interfaces import Sink, StoppingRule
 from awm_runtime._log import get_logger
 from awm_runtime._types import EpisodeKey, EpisodeRecord
 from awm_runtime._units import Unit
-from awm_runtime.episode import CHECKPOINTS
 from awm_runtime.logs import (
     EVENTS,
     MANIFEST,
@@ -40,13 +35,12 @@ from awm_runtime.logs import (
 )
 from awm_runtime.models import shutdown
 from awm_runtime.report import RunStats, apply_stopping
-from awm_runtime.scheduler._backend import Run, backend_shards, choose_backend
+from awm_runtime.scheduler._backend import Run, choose_backend
 from awm_runtime.scheduler._control import LoopLag, RunControl, must_finish, peak_rss_mib, rss_mib
 from awm_runtime.scheduler._decide import PairWatch, WatchedStats, endpoint_totals
 from awm_runtime.scheduler._forks import in_flight, resumable
 from awm_runtime.scheduler._manifest import manifest
-from awm_runtime.scheduler._outdir import out_dir
-from awm_runtime.scheduler._prepare import PreparedRun, prepare
+from awm_runtime.scheduler._prepare import PreparedRun
 from awm_runtime.scheduler._progress import RunProgress, endpoint_dicts
 
 log = get_logger("awm_runtime.scheduler")
@@ -68,42 +62,32 @@ class RunResult:
     unrecorded: int = 0  # planned episodes neither recorded nor cancelled although the run was not stopped
 
 
-async def run(config: RunConfig, *, sinks: Sequence[Sink] = (), prepared: PreparedRun | None = None,
-              on_start: Callable[[int, int], None] | None = None, control: RunControl | None = None,
-              progress: RunProgress | None = None, log_stdout: IO[str] | None = None,
-              stopping: StoppingRule | None = None) -> RunResult:
-    """Run every planned episode not already recorded; return the run's summary.
+async def execute(prep: PreparedRun, *, on_start: Callable[[int, int], None] | None = None,
+                  control: RunControl | None = None, progress: RunProgress | None = None,
+                  log_stdout: IO[str] | None = None) -> RunResult:
+    """Run every planned episode of a prepared run not already recorded; return the run's summary.
 
-    `control` stops the run early (signals, tests); `progress` is the live state a view reads;
-    `log_stdout` also receives every event line; `stopping` is the sequential test of an
-    `--until-decided` run, asked after each finished pair. Cancelling the task that runs this cancels the
-    in-flight episodes (not recorded), and still flushes the logs and writes summary.json."""
-    prep = prepared or await prepare(config)
-    await prep.plan_disk()  # again: the caller may have changed prep.config since prepare
-    if prep.config.models != config.models:  # a resume: the model definitions its manifest stored
-        config = config.model_copy(update={"models": prep.config.models})
-    if config.out is None and prep.config.out is not None:  # chosen by prepare (MCP servers log there)
-        config = config.model_copy(update={"out": prep.config.out})
-    out, previous = out_dir(config)
-    run_id = str(previous["run_id"]) if previous and previous.get("run_id") else uuid.uuid4().hex
-    shards = backend_shards(config, prep, sinks)
+    The executor: `prep` is what `prepare` resolved and checked (its one config, its `launch`), and
+    nothing here checks it again. `control` stops the run early (signals, tests); `progress` is the live
+    state a view reads; `log_stdout` also receives every event line. Cancelling the task that runs this
+    cancels the in-flight episodes (not recorded), and still flushes the logs and writes summary.json."""
+    launch = prep.launch
+    if launch is None:
+        raise TypeError("run a PreparedRun that prepare() or ready() launched (a shard's has no run directory)")
+    config, out, run_id = prep.config, launch.out, launch.run_id
+    arms = [a.name for a in config.arm_list()]
     control = control or RunControl(config.grace_s)
     progress = progress or RunProgress()
     writer = RunDirWriter(out)
     watch: PairWatch | None = None
-    if config.until_decided:
-        if stopping is None:
-            raise ConfigError("until_decided needs a stopping rule: run(config, stopping=SequentialTest(alpha))")
-        watch = PairWatch([a.name for a in config.arm_list()], stopping, control, max_episodes=config.max_episodes,
-                          max_usd=config.max_usd)
-        progress.stats = WatchedStats([a.name for a in config.arm_list()], watch)
+    if launch.stopping is not None:
+        watch = PairWatch(arms, launch.stopping, control, max_episodes=config.max_episodes, max_usd=config.max_usd)
+        progress.stats = WatchedStats(arms, watch)
     elif not progress.stats.episodes:
-        progress.stats = RunStats([a.name for a in config.arm_list()])  # tables and differences in --arm order
+        progress.stats = RunStats(arms)  # tables and differences in --arm order
     done: set[EpisodeKey] = set()
     recorded: set[str] = set()
-    if prep.config.checkpoint != "none":
-        prep.checkpoint_root = out / CHECKPOINTS
-    if config.resume:
+    if launch.previous is not None:  # a resumed run: what its sessions recorded, and the episodes left in flight
         repair_tail(out)
         for r in iter_records(out):
             done.add((r["arm"], r["scenario"], int(r["task_idx"]), int(r["repeat"])))
@@ -111,16 +95,16 @@ async def run(config: RunConfig, *, sinks: Sequence[Sink] = (), prepared: Prepar
             progress.stats.add(r)
             if prep.planner is not None:
                 prep.planner.observe(r)
-    if config.resume and prep.checkpoint_root is not None:
-        prep.resume_from = await asyncio.to_thread(in_flight, prep.checkpoint_root, recorded, done)
+        if prep.checkpoint_root is not None:
+            prep.resume_from = await asyncio.to_thread(in_flight, prep.checkpoint_root, recorded, done)
     to_run = prep.remaining(done)
-    progress.planned, progress.already_done, progress.shards = prep.planned, len(done), shards
+    progress.planned, progress.already_done, progress.shards = prep.planned, len(done), launch.shards
     if on_start:
         on_start(prep.planned, len(done))
     events = EventStream(out / EVENTS, also=log_stdout)
     saved_logging = structlog.get_config()
     configure_logging(events, secrets=prep.secrets, on_warning=progress.warn)
-    writer.write_json(MANIFEST, manifest(config, prep, run_id, shards, previous))
+    writer.write_json(MANIFEST, manifest(prep))
 
     def disk_full(exc: RunDirFull) -> None:  # called once, from a writer thread
         log.error("run_dir_full", error=str(exc), note="the run stops; every record written so far is intact")
@@ -130,7 +114,7 @@ async def run(config: RunConfig, *, sinks: Sequence[Sink] = (), prepared: Prepar
     writer.on_full = disk_full
     log.info("run_started", run_id=run_id, planned=prep.planned, already_done=len(done), to_run=to_run,
              resumed_mid_episode=len(prep.resume_from),
-             concurrency=config.concurrency, shards=shards, grace_s=control.grace_s, out=str(out),
+             concurrency=config.concurrency, shards=launch.shards, grace_s=control.grace_s, out=str(out),
              containment=prep.containment.statement)
     started = time.perf_counter()
     lag = LoopLag()
@@ -156,8 +140,7 @@ async def run(config: RunConfig, *, sinks: Sequence[Sink] = (), prepared: Prepar
             progress.stats.add(r)
         progress.recorded += len(fresh)
 
-    backend = choose_backend(Run(config, prep, run_id, control, progress, record), shards=shards, sinks=sinks,
-                             out=out, writer=writer, done=done, events=events)
+    backend = choose_backend(Run(prep, launch, control, progress, record), writer=writer, done=done, events=events)
     try:
         await backend.start()
         for stage in prep.stages():  # a stage is planned only after the one before it has finished
@@ -173,8 +156,8 @@ async def run(config: RunConfig, *, sinks: Sequence[Sink] = (), prepared: Prepar
         for t in background:
             t.cancel()
         stopped_early = control.stop_requested and (watch is None or watch.reason != control.reason)
-        summary = run_summary(config, prep, run_id, out, time.perf_counter() - started, done, progress, control,
-                              stopped_early, backend.shards, lag, outcome, watch)
+        summary = run_summary(prep, time.perf_counter() - started, done, progress, control, stopped_early,
+                              backend.shards, lag, outcome, watch)
         planned_stop = watch is not None and watch.reason is not None  # a decision or a budget ended the feed
         if summary["not_run"] > 0 and not control.stop_requested and not planned_stop:
             missing = await must_finish(asyncio.to_thread(_unrecorded, out, prep, handed))
@@ -203,16 +186,17 @@ async def run(config: RunConfig, *, sinks: Sequence[Sink] = (), prepared: Prepar
 UNRECORDED_SHOWN = 100
 
 
-def run_summary(config: RunConfig, prep: PreparedRun, run_id: str, out: Path, wall_s: float, done: set[EpisodeKey],
-                progress: RunProgress, control: RunControl, stopped_early: bool, shards: int, lag: LoopLag,
-                outcome: dict[str, Any], watch: PairWatch | None) -> dict[str, Any]:
+def run_summary(prep: PreparedRun, wall_s: float, done: set[EpisodeKey], progress: RunProgress, control: RunControl,
+                stopped_early: bool, shards: int, lag: LoopLag, outcome: dict[str, Any],
+                watch: PairWatch | None) -> dict[str, Any]:
     """summary.json of a run whose episodes have stopped (before the check for unrecorded episodes)."""
-    summary = {"run_id": run_id, "out": str(out), "wall_s": round(wall_s, 3),
+    assert prep.launch is not None
+    summary = {"run_id": prep.launch.run_id, "out": str(prep.launch.out), "wall_s": round(wall_s, 3),
                "planned": prep.planned, "already_done": len(done), "recorded": progress.recorded,
                "not_run": prep.planned - len(done) - progress.recorded, "cancelled": progress.cancelled,
                **({"lost": progress.lost} if progress.lost else {}),
                "interrupted": stopped_early, "stop_reason": control.reason, "shards": shards,
-               "concurrency": config.concurrency, "loop_lag_ms": lag.to_dict(), "peak_rss_mib":
+               "concurrency": prep.config.concurrency, "loop_lag_ms": lag.to_dict(), "peak_rss_mib":
                round(peak_rss_mib(), 1), **outcome, **progress.stats.to_dict(),
                **({getattr(prep.planner, "summary_key", "groups"): prep.planner.summary()}
                   if prep.planner else {}),

@@ -35,7 +35,7 @@ async def test_retries_and_failures_are_events_with_timings(tmp_path: Path, monk
                         f'api_key_env = "LOOP_KEY"\nprotocol = "native"\nmax_concurrency = 1\n')
         config = RunConfig(policy="loop", expert="none", scenarios="shop*", tasks="0,1", concurrency=1,
                            config_path=toml, out=tmp_path / "run", shards=1, preflight="quick")
-        result = await run(config, prepared=await prepare(config))
+        result = await run(await prepare(config))
     events = [json.loads(x) for x in (result.out / "events.jsonl").read_text().splitlines()]
     retry = next(e for e in events if e["event"] == "model_retry")
     assert retry["kind"] == "rate_limit" and retry["wait_s"] == 0 and retry["episode_id"]

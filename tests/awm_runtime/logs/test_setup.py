@@ -20,7 +20,7 @@ from awm_runtime.scheduler import prepare, run
 async def test_two_concurrent_episodes_each_log_only_their_own_ids(tiny_dir: Path, tmp_path: Path) -> None:
     config = RunConfig(worlds=str(tiny_dir), policy="sim/oracle", expert="none", tasks="0,1", concurrency=4,
                        arms=(ArmConfig(name="left"), ArmConfig(name="right")), out=tmp_path / "run", shards=1)
-    result = await run(config, prepared=await prepare(config))
+    result = await run(await prepare(config))
     records = {r["episode_id"]: r for r in map(json.loads, (result.out / "episodes.jsonl").read_text().splitlines())}
     assert len(records) == 4
     seen: dict[str, set[tuple[Any, ...]]] = defaultdict(set)

@@ -11,8 +11,9 @@ import pytest
 from awm_runtime._errors import ConfigError
 from awm_runtime._types import EpisodeRecord
 from awm_runtime.logs import EventLogSink, EventStream, RunDirWriter
-from awm_runtime.scheduler import PreparedRun, RunControl, RunProgress, Unit, run
-from awm_runtime.scheduler._backend import Backend, InProcess, OnRay, Run, Sharded, backend_shards, choose_backend
+from awm_runtime.scheduler import PreparedRun, RunControl, RunProgress, Unit, ready, run
+from awm_runtime.scheduler._backend import Backend, InProcess, OnRay, Run, Sharded, choose_backend
+from awm_runtime.scheduler._launch import backend_shards
 from tests.awm_runtime.scheduler.conftest import MemoryWorld, StepPolicy, prepared
 
 
@@ -22,16 +23,16 @@ async def _nothing(unit: Unit, records: list[EpisodeRecord]) -> None:
 
 def _prep(tmp_path: Path, **config: Any) -> PreparedRun:
     prep = prepared(tmp_path / "run", MemoryWorld(3), StepPolicy())
-    prep.config = prep.config.model_copy(update=config)  # what the caller may change after prepare
-    return prep
+    prep.config = prep.config.model_copy(update=config)
+    return ready(prep)
 
 
 def _choose(tmp_path: Path, **config: Any) -> Backend:
     prep = _prep(tmp_path, **config)
-    shards = backend_shards(prep.config, prep, ())
-    r = Run(prep.config, prep, "rid", RunControl(), RunProgress(), _nothing)
-    return choose_backend(r, shards=shards, sinks=(), out=tmp_path, writer=RunDirWriter(tmp_path / "w"),
-                          done=set(), events=EventStream(tmp_path / "events.jsonl"))
+    assert prep.launch is not None
+    r = Run(prep, prep.launch, RunControl(), RunProgress(), _nothing)
+    return choose_backend(r, writer=RunDirWriter(tmp_path / "w"), done=set(),
+                          events=EventStream(tmp_path / "events.jsonl"))
 
 
 def test_the_backend_follows_the_config(tmp_path: Path) -> None:
@@ -43,12 +44,14 @@ def test_the_backend_follows_the_config(tmp_path: Path) -> None:
 
 
 def test_runs_no_backend_plays_are_refused_in_one_line(tmp_path: Path) -> None:
-    prep = _prep(tmp_path, ray="127.0.0.1:6379", checkpoint="every")
     with pytest.raises(ConfigError, match="--checkpoint needs the run's episodes on this machine"):
-        backend_shards(prep.config, prep, ())
-    prep = _prep(tmp_path, shards=2)
+        _prep(tmp_path, ray="127.0.0.1:6379", checkpoint="every")
+    prep = prepared(tmp_path / "run", MemoryWorld(3), StepPolicy())
+    prep.config = prep.config.model_copy(update={"shards": 2})
     with pytest.raises(ConfigError, match="custom sinks see the episodes of their own process only"):
-        backend_shards(prep.config, prep, (EventLogSink(),))
+        ready(prep, sinks=(EventLogSink(),))
+    with pytest.raises(ConfigError, match="--group-size runs in one process"):
+        backend_shards(prep.config, True, ())
 
 
 async def test_the_in_process_backend_runs_a_stage_and_says_how_it_shared_the_loop(tmp_path: Path) -> None:
@@ -58,7 +61,8 @@ async def test_the_in_process_backend_runs_a_stage_and_says_how_it_shared_the_lo
     async def record(unit: Unit, records: list[EpisodeRecord]) -> None:
         seen.extend(r.scenario for r in records)
 
-    backend = InProcess(Run(prep.config, prep, "rid", RunControl(), RunProgress(), record))
+    assert prep.launch is not None
+    backend = InProcess(Run(prep, prep.launch, RunControl(), RunProgress(), record))
     await backend.start()
     units: Iterator[Unit] = prep.units()
     outcome = await backend.run_stage(units)
@@ -68,5 +72,5 @@ async def test_the_in_process_backend_runs_a_stage_and_says_how_it_shared_the_lo
 
 async def test_a_run_reports_its_backends_shards(tmp_path: Path) -> None:
     prep = prepared(tmp_path / "run", MemoryWorld(2), StepPolicy())
-    result = await run(prep.config, prepared=prep)
+    result = await run(prep)
     assert result.summary["shards"] == 1 and result.ran == 2

@@ -122,3 +122,42 @@ def test_the_first_warning_of_each_kind_is_kept_as_one_line_for_the_terminal() -
     for i in range(2 * MAX_WARNINGS):
         progress.warn({"event": f"kind{i}"})
     assert len(progress.warnings) == MAX_WARNINGS
+
+
+async def test_must_finish_passes_on_the_cancellation_of_the_work_itself() -> None:
+    async def gives_up() -> None:
+        raise asyncio.CancelledError  # e.g. loop teardown cancelled the work: nothing left to protect
+
+    with pytest.raises(asyncio.CancelledError):
+        await must_finish(gives_up())
+
+
+def test_off_the_main_thread_no_signal_is_installed_and_stop_still_works() -> None:
+    import threading
+
+    seen: list[bool] = []
+
+    async def main() -> None:
+        control = RunControl(grace_s=1.0)
+        remove = control.install_signal_handlers()
+        remove()  # nothing was installed: nothing to remove
+        control.stop("test")
+        seen.append(control.stop_requested)
+
+    thread = threading.Thread(target=lambda: asyncio.run(main()))
+    thread.start()
+    thread.join(30)
+    assert seen == [True]
+
+
+def test_a_process_that_is_gone_has_no_resident_memory() -> None:
+    from awm_runtime.scheduler import rss_mib
+
+    assert rss_mib(2**22 + 7) == 0.0 and rss_mib() > 0
+
+
+def test_every_percentile_lands_in_a_bucket() -> None:
+    lag = LoopLag()
+    for ms in (0.5, 3.2, 20_000.0):  # the last is beyond the buckets: it counts in the top one
+        lag.add(ms)
+    assert [lag.percentile(q) for q in (0.0, 0.33, 0.66, 1.0)] == [1.0, 1.0, 4.0, float(LoopLag.BUCKETS)]

@@ -104,3 +104,12 @@ def test_max_usd_stops_when_a_call_cost_becomes_unknown() -> None:
     unpriced_judge = PairWatch(["a", "b"], Rule(), RunControl(), max_usd=10.0)
     unpriced_judge.observe({**_rec("a", 0), "usage": {"judge": {"calls": 1, "cost_known": False}}})
     assert unpriced_judge.reason is None  # a judge needs no price for --max-usd
+
+
+def test_a_decision_ends_the_feed_before_the_next_unit() -> None:
+    watch = PairWatch(["a", "b"], Rule(), RunControl())
+    units = (Unit([EpisodeSpec(arm=arm, scenario="s", task_idx=t)]) for t in range(3) for arm in ("a", "b"))
+    fed = watch.capped(units, already=0)
+    assert next(fed).keys == [("a", "s", 0, 0)]
+    watch.stop("decided: enough")
+    assert list(fed) == []  # nothing more is handed out once the question is answered

@@ -30,7 +30,7 @@ async def test_eight_concurrent_episodes_one_raises_gives_eight_records_one_erro
     world = MemoryWorld(8)
     policy = StepPolicy(steps=2, delay_s=0.05, raise_on={5})
     prep = prepared(tmp_path / "run", world, policy, concurrency=8)
-    result = await run(prep.config, prepared=prep)
+    result = await run(prep)
     recs = lines(result.out)
     assert len(recs) == 8 and len({r["task_idx"] for r in recs}) == 8
     errors = [r for r in recs if r["outcome"] == "error"]
@@ -43,7 +43,7 @@ async def test_eight_concurrent_episodes_one_raises_gives_eight_records_one_erro
 async def test_world_that_fails_to_open_or_close_costs_one_record_each(tmp_path: Path) -> None:
     world = MemoryWorld(8, fail_open={2}, fail_close={5})
     prep = prepared(tmp_path / "run", world, StepPolicy(), concurrency=8)
-    result = await run(prep.config, prepared=prep)
+    result = await run(prep)
     recs = {r["task_idx"]: r for r in lines(result.out)}
     assert len(recs) == 8
     assert recs[2]["outcome"] == "error" and recs[2]["verdict"] == "not_run"
@@ -62,7 +62,7 @@ async def test_cancelling_a_run_mid_episode_records_nothing_partial_and_resumes(
     out = tmp_path / "run"
     world = MemoryWorld(8)
     prep = prepared(out, world, StepPolicy(steps=3, delay_s=0.5), concurrency=4)
-    task = asyncio.create_task(run(prep.config, prepared=prep))
+    task = asyncio.create_task(run(prep))
     await _started(world, 4)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
@@ -76,7 +76,7 @@ async def test_cancelling_a_run_mid_episode_records_nothing_partial_and_resumes(
 
     world2 = MemoryWorld(8)
     prep2 = prepared(out, world2, StepPolicy(), concurrency=4, resume=True)
-    result = await run(prep2.config, prepared=prep2)
+    result = await run(prep2)
     assert sorted(r["task_idx"] for r in lines(out)) == list(range(8))
     assert result.summary["not_run"] == 0
 
@@ -87,7 +87,7 @@ async def stopped(tmp_path: Path, n: int, policy: StepPolicy, concurrency: int, 
     world = MemoryWorld(n)
     prep = prepared(tmp_path / "run", world, policy, concurrency=concurrency)
     control, progress = RunControl(grace_s=grace_s), RunProgress()
-    task = asyncio.create_task(run(prep.config, prepared=prep, control=control, progress=progress))
+    task = asyncio.create_task(run(prep, control=control, progress=progress))
     await _started(world, concurrency)
     for _ in range(stops):
         control.stop("SIGINT")
@@ -135,7 +135,7 @@ async def test_group_units_are_finalised_before_append_and_a_failing_finaliser_f
             return iter([Unit(specs[:2], advantages), Unit(specs[2:], broken)])
 
     grouped = Grouped(prep.config, prep.world, prep.tasks, prep.harnesses, prep.ctx)
-    result = await run(grouped.config, prepared=grouped)
+    result = await run(grouped)
     recs = {r["task_idx"]: r for r in lines(result.out)}
     assert len(recs) == 4
     assert recs[0]["reward_components"]["advantage"] == 0.5 and recs[1]["outcome"] == "complete"
@@ -183,7 +183,7 @@ async def test_local_records_say_which_process_ran_them(tmp_path: Path) -> None:
     import os
 
     prep = prepared(tmp_path / "run", MemoryWorld(2), StepPolicy(), concurrency=2)
-    result = await run(prep.config, prepared=prep)
+    result = await run(prep)
     recs = lines(result.out)
     assert all(r["worker"]["pid"] == os.getpid() and r["worker"]["node"] is None and r["worker"]["host"]
                for r in recs)
@@ -222,7 +222,7 @@ class EchoingWorld(MemoryWorld):
 async def test_records_with_echoed_surrogates_or_unwritable_parts_are_never_lost(tmp_path: Path) -> None:
     world = EchoingWorld(6)
     prep = prepared(tmp_path / "run", world, StepPolicy(steps=1), concurrency=1)
-    result = await run(prep.config, prepared=prep)
+    result = await run(prep)
     recs = {r["task_idx"]: r for r in lines(result.out)}
     assert sorted(recs) == list(range(6)) and result.unrecorded == 0 and result.summary["not_run"] == 0
     for i, r in recs.items():
@@ -264,7 +264,7 @@ async def test_a_full_disk_under_the_tool_sets_ends_the_run_cleanly(tmp_path: Pa
     out.mkdir()
     (out / "tools.jsonl").symlink_to("/dev/full")
     prep = prepared(out, MemoryWorld(3), StepPolicy(), concurrency=1)
-    result = await run(prep.config, prepared=prep)
+    result = await run(prep)
     assert lines(out) == [] and result.unrecorded == 0 and result.interrupted
     assert result.summary["stop_reason"].startswith("disk full: ") and "No space left on device" in \
         result.summary["stop_reason"]
@@ -298,12 +298,12 @@ async def test_episodes_that_queue_for_every_loop_slice_all_finish_or_close_when
     monkeypatch.setattr(_episode_pool, "LoopSlices", no_time_to_spare)
     world = MemoryWorld(8)
     prep = prepared(tmp_path / "a", world, StepPolicy(steps=3), concurrency=8)
-    result = await run(prep.config, prepared=prep)
+    result = await run(prep)
     assert result.ran == 8 and made[-1].waited > 0
 
     world = MemoryWorld(8)
     prep = prepared(tmp_path / "b", world, StepPolicy(steps=3, delay_s=0.5), concurrency=4)
-    task = asyncio.create_task(run(prep.config, prepared=prep))
+    task = asyncio.create_task(run(prep))
     await _started(world, 4)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
@@ -337,7 +337,7 @@ async def test_a_full_disk_ends_the_run_cleanly_with_every_record_whole_and_resu
     monkeypatch.setattr(RunDirWriter, "write", staticmethod(full_after_three_records))
     world = MemoryWorld(12)
     prep = prepared(out, world, StepPolicy(steps=1), concurrency=1)
-    result = await run(prep.config, prepared=prep)
+    result = await run(prep)
     recs = lines(out)  # every line whole: none torn
     assert len(recs) == 3 and result.summary["recorded"] == 3 and result.interrupted
     assert result.summary["stop_reason"].startswith("disk full: ")
@@ -347,6 +347,32 @@ async def test_a_full_disk_ends_the_run_cleanly_with_every_record_whole_and_resu
     assert names.count("run_dir_full") == 1
     monkeypatch.undo()  # space freed
     prep2 = prepared(out, MemoryWorld(12), StepPolicy(steps=1), concurrency=1, resume=True)
-    result = await run(prep2.config, prepared=prep2)
+    result = await run(prep2)
     assert sorted(r["task_idx"] for r in lines(out)) == list(range(12))
     assert result.summary["not_run"] == 0 and not result.interrupted
+
+
+async def test_a_unit_that_plays_its_own_episodes_and_one_whose_play_fails(tmp_path: Path) -> None:
+    """A unit's `play` decides how its episodes run (groups re-run an infra failure); a play that raises is a
+    bug the pool contains: its episodes are recorded as UnitError records and the run goes on."""
+    out = tmp_path / "run"
+
+    async def one_by_one(specs: list[Any], episode: Any) -> list[EpisodeRecord]:
+        return [await episode(s) for s in specs]
+
+    async def broken(specs: list[Any], episode: Any) -> list[EpisodeRecord]:
+        raise RuntimeError("the group lost its way")
+
+    class Played(PreparedRun):
+        def units(self) -> Iterator[Unit]:
+            specs = list(self.specs())
+            return iter([Unit(specs[:2], play=one_by_one), Unit(specs[2:], play=broken)])
+
+    base = prepared(out, MemoryWorld(4), StepPolicy())
+    result = await run(Played(base.config, base.world, base.tasks, base.harnesses, base.ctx))
+    assert result.ran == 4
+    by_task = {r["task_idx"]: r for r in lines(out)}
+    assert [by_task[i]["outcome"] for i in (0, 1)] == ["complete", "complete"]
+    for i in (2, 3):
+        assert by_task[i]["outcome"] == "error" and by_task[i]["error"]["class"] == "UnitError.RuntimeError"
+    assert any(e["event"] == "unit_failed" for e in events(out))

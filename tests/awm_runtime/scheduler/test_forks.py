@@ -155,3 +155,28 @@ def test_a_pinned_plan_is_the_states_chosen_at_fork_time_and_a_resume_checks_the
     escape = [{**pinned[0], "path": "../../outside.json"}]
     with pytest.raises(ConfigError, match="is gone from"):  # a pinned path never leaves checkpoints/
         pinned_checkpoints(run, escape)
+
+
+async def test_a_fork_run_is_prepared_with_its_planner_and_runs_each_continuation_once(tmp_path: Path) -> None:
+    """What awm-fork does, in process: a source run with checkpoints, then the continuations of its turn-1
+    states under two arms, planned by a ForkPlanner that `prepare` takes (one process: a planned run)."""
+    from awm_runtime import RunConfig
+    from awm_runtime.scheduler import ForkPlanner, fork_arms, fork_config, plan_forks, prepare, run
+
+    source_out = tmp_path / "source"
+    source = RunConfig(worlds="builtin", policy="sim/oracle", expert="none", scenarios="shop*", tasks="0-1",
+                       preflight="off", checkpoint="every", out=source_out)
+    with pytest.raises(ConfigError, match="holds no checkpoints"):
+        select_checkpoints(tmp_path, 1, {})
+    assert (await run(source)).ran == 2
+    chosen = select_checkpoints(source_out, 1, {})
+    arms = [parse_fork_arm("continue"), parse_fork_arm("again:mode=continue")]
+    resolved = fork_arms(source, arms, (e["arm"] for e in chosen))
+    config = fork_config(source, resolved.values(), tmp_path / "fork", resume=False, concurrency=2)
+    assert config.checkpoint == "none" and config.concurrency == 2 and config.group_size is None
+    planner = ForkPlanner(plan_forks(chosen, arms, resolved, 1), {"source": str(source_out)})
+    prep = await prepare(config, planner=planner)
+    assert prep.planner is planner and prep.planned == 2 * len(chosen) and prep.launch is not None
+    assert prep.launch.shards == 1
+    result = await run(prep)
+    assert result.ran == result.planned == 2 * len(chosen) and result.summary["forks"] == {"source": str(source_out)}

@@ -5,9 +5,12 @@ from __future__ import annotations
 from collections import Counter
 from itertools import groupby
 
-from awm_runtime import Task
+import pytest
+
+from awm_runtime import ConfigError, Task
 from awm_runtime._config import ArmConfig
-from awm_runtime.scheduler import order_tasks, plan_episodes
+from awm_runtime.scheduler import order_tasks, parse_task_spec, plan_episodes, scenario_matches
+from awm_runtime.scheduler._plan import plan_shuffled
 
 SCENARIOS = [f"s{i:03d}" for i in range(40)]
 TASKS = [Task(scenario=s, task_idx=i, text=f"{s} task {i}") for s in SCENARIOS for i in (2, 0, 1)]  # idx unordered
@@ -52,3 +55,23 @@ def test_a_scenario_is_one_block_per_repeat_and_repeats_meet_at_the_turn() -> No
     first, second = plan[: len(plan) // 2], plan[len(plan) // 2:]
     assert {s.repeat for s in first} == {0} and {s.repeat for s in second} == {1}
     assert _blocks([Task(scenario=s.scenario, task_idx=0, text="") for s in second])[0] == _blocks(tasks)[-1]
+
+
+def test_task_specs_name_indices_ranges_and_lists_and_refuse_the_rest() -> None:
+    assert parse_task_spec("all") is None and parse_task_spec(" ") is None
+    assert parse_task_spec("0,2,7-9") == {0, 2, 7, 8, 9}
+    for bad in ("3-1", "x", "1-"):
+        with pytest.raises(ConfigError, match="use 'all', an index, a range 'A-B', or a comma list"):
+            parse_task_spec(bad)
+    assert scenario_matches("shop_1", "bank*, shop*") and not scenario_matches("shop_1", "bank*")
+    assert scenario_matches("anything", " , ")  # no pattern: every scenario
+
+
+def test_an_until_decided_plan_is_a_random_sample_at_every_prefix_and_pairs_its_arms() -> None:
+    arms = ARMS[:2]
+    specs = list(plan_shuffled(TASKS, arms, repeats=2, seed=7))
+    assert len(specs) == len(TASKS) * 2 * 2 and specs == list(plan_shuffled(TASKS, arms, repeats=2, seed=7))
+    assert [s.arm for s in specs[:4]] == ["a", "b", "a", "b"]  # arms innermost: pairs finish together
+    assert len({s.scenario for s in specs[: 2 * 20]}) > 10  # a prefix is spread over the scenarios
+    assert specs[0].repeat == 0 and specs[-1].repeat == 1
+    assert list(plan_shuffled(TASKS, arms, repeats=2, seed=8)) != specs

@@ -13,8 +13,8 @@ import pytest
 from awm_runtime import ConfigError, RunConfig
 from awm_runtime.models import load_registry
 from awm_runtime.scheduler import RunControl, RunProgress, prepare, resolve_shards, run
+from awm_runtime.scheduler._plan import EPISODES_PER_SHARD, split
 from awm_runtime.scheduler._prepare import share_limits
-from awm_runtime.scheduler._processes import EPISODES_PER_SHARD, split
 from tests.awm_runtime.scheduler.test_run import keys
 from tests.procs import exists
 
@@ -26,6 +26,22 @@ def test_auto_shards_follow_in_flight_episodes_up_to_one_less_than_the_cpus() ->
     assert resolve_shards("auto", 1000, cpus=2) == 1
     assert resolve_shards(3, 2) == 2  # never more shards than episodes in flight
     assert split(10, 3) == [4, 3, 3] and sum(split(1000, 7)) == 1000
+
+
+async def test_a_hard_stop_reaches_every_shard_without_waiting_for_the_grace(tiny_dir: Path, tmp_path: Path) -> None:
+    config = RunConfig(worlds=str(tiny_dir), policy="slow", expert="none", repeats=6, concurrency=4, shards=2,
+                       config_path=slow_config(tmp_path, 1.0), out=tmp_path / "run", grace_s=600)
+    control = RunControl(grace_s=600)  # a grace no test waits for: only the hard stop ends the episodes
+    progress = RunProgress()
+    task = asyncio.create_task(run(await prepare(config), control=control, progress=progress))
+    async with asyncio.timeout(60):
+        while progress.in_flight < 4:  # noqa: ASYNC110 - the shards' heartbeat updates it
+            await asyncio.sleep(0.05)
+    control.stop("test", hard=True)
+    async with asyncio.timeout(120):
+        result = await task
+    assert result.interrupted and result.summary["cancelled"] >= 1 and result.ran + result.not_run == 18
+    assert not any(exists(s["pid"]) for s in result.summary["shard_stats"])
 
 
 def test_shards_split_every_endpoint_limit_so_together_they_keep_to_it(tmp_path: Path) -> None:
@@ -48,7 +64,7 @@ async def test_a_sharded_run_records_every_episode_once_from_both_shards(tiny_di
     config = RunConfig(worlds=str(tiny_dir), policy="slow", expert="none", repeats=4, concurrency=6, shards=2,
                        config_path=slow_config(tmp_path, 0.05), out=tmp_path / "run")
     progress = RunProgress()
-    result = await run(config, prepared=await prepare(config), progress=progress)
+    result = await run(await prepare(config), progress=progress)
     got = keys(result.out)
     assert len(got) == len(set(got)) == 12
     assert all(json.loads(x)["outcome"] == "complete" for x in (result.out / "episodes.jsonl").read_text().splitlines())
@@ -68,7 +84,7 @@ async def test_stopping_a_sharded_run_cancels_in_shards_and_resume_completes(tin
                        config_path=slow_config(tmp_path, 1.0), out=out, grace_s=0.2)
     control = RunControl(grace_s=0.2)
     progress = RunProgress()
-    task = asyncio.create_task(run(config, prepared=await prepare(config), control=control, progress=progress))
+    task = asyncio.create_task(run(await prepare(config), control=control, progress=progress))
     async with asyncio.timeout(60):
         while progress.in_flight < 4:  # noqa: ASYNC110 - the shards' heartbeat updates it
             await asyncio.sleep(0.05)
@@ -79,7 +95,7 @@ async def test_stopping_a_sharded_run_cancels_in_shards_and_resume_completes(tin
     assert not any(exists(s["pid"]) for s in result.summary["shard_stats"])
 
     again = config.model_copy(update={"resume": True, "grace_s": 30.0})
-    final = await run(again, prepared=await prepare(again))
+    final = await run(await prepare(again))
     got = keys(out)
     assert len(got) == len(set(got)) == 18 and final.not_run == 0
 
@@ -88,9 +104,9 @@ async def test_a_shard_that_cannot_start_fails_the_run_clearly(tmp_path: Path) -
     config = RunConfig(worlds="builtin", policy="sim/oracle", expert="none", scenarios="shop*", tasks="0",
                        concurrency=4, shards=2, out=tmp_path / "run")
     prep = await prepare(config)
-    broken = config.model_copy(update={"worlds": str(tmp_path / "vanished")})
+    prep.config = prep.config.model_copy(update={"worlds": str(tmp_path / "vanished")})  # gone since prepare
     with pytest.raises(ConfigError, match=r"shard \d failed to start: .*vanished' does not exist"):
-        await run(broken, prepared=prep)
+        await run(prep)
 
 
 async def test_a_shard_killed_mid_run_loses_only_its_in_flight_episodes(tiny_dir: Path, tmp_path: Path) -> None:
@@ -98,7 +114,7 @@ async def test_a_shard_killed_mid_run_loses_only_its_in_flight_episodes(tiny_dir
     config = RunConfig(worlds=str(tiny_dir), policy="slow", expert="none", repeats=8, concurrency=4, shards=2,
                        config_path=slow_config(tmp_path, 0.5), out=out)
     progress = RunProgress()
-    task = asyncio.create_task(run(config, prepared=await prepare(config), progress=progress))
+    task = asyncio.create_task(run(await prepare(config), progress=progress))
 
     def started() -> list[dict[str, object]]:
         text = (out / "events.jsonl").read_text() if (out / "events.jsonl").is_file() else ""
@@ -119,7 +135,7 @@ async def test_a_shard_killed_mid_run_loses_only_its_in_flight_episodes(tiny_dir
     assert len(got) == len(set(got)) == result.ran
 
     again = config.model_copy(update={"resume": True})
-    await run(again, prepared=await prepare(again))
+    await run(await prepare(again))
     got = keys(out)
     assert len(got) == len(set(got)) == 24
 
@@ -145,13 +161,13 @@ async def test_a_full_disk_ends_a_sharded_run_cleanly_and_resume_completes(tiny_
     monkeypatch.setattr(RunDirWriter, "write", staticmethod(full_after_two_units))
     config = RunConfig(worlds=str(tiny_dir), policy="slow", expert="none", repeats=6, concurrency=4, shards=2,
                        config_path=slow_config(tmp_path, 0.05), out=tmp_path / "run", grace_s=5)
-    result = await run(config, prepared=await prepare(config))
+    result = await run(await prepare(config))
     raw = (result.out / "episodes.jsonl").read_bytes()
     assert raw.endswith(b"\n") and all(json.loads(x) for x in raw.splitlines())
     assert result.interrupted and result.summary["stop_reason"].startswith("disk full: ")
     assert result.summary["recorded"] == len(raw.splitlines()) < 18
     monkeypatch.undo()  # space freed
     resumed = config.model_copy(update={"resume": True})
-    await run(resumed, prepared=await prepare(resumed))
+    await run(await prepare(resumed))
     got = keys(result.out)
     assert len(got) == len(set(got)) == 18

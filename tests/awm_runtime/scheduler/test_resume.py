@@ -70,3 +70,23 @@ def test_credentials_in_params_never_reach_the_manifest(tmp_path: Path) -> None:
     first = RunConfig(policy="x", expert="none")
     with pytest.raises(ConfigError, match="redacted credential"):  # x is not defined any more: cannot run from it
         check_resume(first, manifest(first, {"policy": {"x": shown}}))
+
+
+def test_an_alias_awm_toml_no_longer_defines_runs_from_its_stored_definition() -> None:
+    from awm_runtime.models import load_registry
+    from awm_runtime.scheduler._resume import with_stored_models
+
+    registry = load_registry()
+    table = {"policy": {"gone": {"model": "openai/gone", "api_base": "http://127.0.0.1:9/v1", "protocol": "native",
+                                 "not_a_field": 1},
+                        "sim/oracle": {"model": "sim/somethingelse"}}}
+    restored = with_stored_models(registry, table)
+    assert restored.get("gone").api_base == "http://127.0.0.1:9/v1"  # the stored fields, unknown keys left out
+    assert restored.get("sim/oracle").model == registry.get("sim/oracle").model  # still defined: not replaced
+    assert with_stored_models(registry, {}) is registry
+
+
+def test_credentials_nested_in_lists_are_scrubbed_too() -> None:
+    from awm_runtime.scheduler._resume import _scrubbed
+
+    assert _scrubbed({"extra": [{"api_key": "sk-1", "n": 1}, "x"]}) == {"extra": [{"api_key": REDACTED, "n": 1}, "x"]}

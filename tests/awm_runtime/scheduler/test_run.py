@@ -20,13 +20,13 @@ def keys(out: Path) -> list[tuple[str, str, int, int]]:
 async def test_resume_after_a_torn_tail_records_every_key_exactly_once(tmp_path: Path) -> None:
     out = tmp_path / "run"
     prep = prepared(out, MemoryWorld(6), StepPolicy(), concurrency=3, repeats=2, arms=("a", "b"))
-    first = await run(prep.config, prepared=prep)
+    first = await run(prep)
     assert len(keys(out)) == 24
     whole = (out / "episodes.jsonl").read_bytes().splitlines(keepends=True)
     (out / "episodes.jsonl").write_bytes(b"".join(whole[:10]) + whole[10][: len(whole[10]) // 2])  # a torn write
 
     prep2 = prepared(out, MemoryWorld(6), StepPolicy(), concurrency=3, repeats=2, arms=("a", "b"), resume=True)
-    second = await run(prep2.config, prepared=prep2)
+    second = await run(prep2)
     got = keys(out)
     assert len(got) == len(set(got)) == 24
     assert second.skipped == 10 and second.ran == 14 and second.summary["not_run"] == 0
@@ -45,13 +45,13 @@ async def test_resume_of_a_partly_recorded_group_writes_only_the_missing_records
             return iter([Unit(specs[i:i + 2], lambda rs: rs) for i in range(0, len(specs), 2)])
 
     base = prepared(out, MemoryWorld(4), StepPolicy(), concurrency=4)
-    await run(base.config, prepared=Pairs(base.config, base.world, base.tasks, base.harnesses, base.ctx))
+    await run(Pairs(base.config, base.world, base.tasks, base.harnesses, base.ctx))
     whole = (out / "episodes.jsonl").read_bytes().splitlines(keepends=True)
     first_of_pair = [w for w in whole if json.loads(w)["task_idx"] in (0, 2, 3)]
     (out / "episodes.jsonl").write_bytes(b"".join(first_of_pair))
 
     again = prepared(out, MemoryWorld(4), StepPolicy(), concurrency=4, resume=True)
-    result = await run(again.config, prepared=Pairs(again.config, again.world, again.tasks, again.harnesses,
+    result = await run(Pairs(again.config, again.world, again.tasks, again.harnesses,
                                                     again.ctx))
     assert sorted(k[2] for k in keys(out)) == [0, 1, 2, 3]
     assert result.ran == 1
@@ -69,7 +69,7 @@ async def test_memory_stays_flat_over_a_long_run(tmp_path: Path) -> None:
             await asyncio.sleep(0.05)
 
     sampler = asyncio.create_task(sample())
-    result = await run(prep.config, prepared=prep, progress=progress)
+    result = await run(prep, progress=progress)
     sampler.cancel()
     assert result.ran == 4000
     warm = max(rss for done, rss in samples if done <= 1000)
@@ -81,8 +81,43 @@ async def test_memory_stays_flat_over_a_long_run(tmp_path: Path) -> None:
 async def test_a_runs_summary_says_how_its_episodes_shared_the_loop(tmp_path: Path) -> None:
     out = tmp_path / "run"
     prep = prepared(out, MemoryWorld(4), StepPolicy(), concurrency=4, repeats=2)
-    result = await run(prep.config, prepared=prep)
+    result = await run(prep)
     slices = result.summary["loop_slices"]
     # Every episode asks for a slice as it opens its world, after each model reply, tool reply and verdict.
     assert slices["steps"] >= 4 * 2 * 3
     assert set(slices) == {"steps", "waited", "wait_s", "mean_wait_ms", "max_wait_ms", "step_ms"}
+
+
+async def test_an_until_decided_run_watches_its_pairs_and_says_where_it_started(tmp_path: Path) -> None:
+    prep = prepared(tmp_path / "run", MemoryWorld(4), StepPolicy(), arms=("a", "b"), until_decided=True, repeats=2)
+    progress = RunProgress()
+    started: list[tuple[int, int]] = []
+    result = await run(prep, progress=progress, on_start=lambda planned, done: started.append((planned, done)))
+    assert started == [(16, 0)] and result.ran == 16
+    seq = result.summary["sequential"]
+    assert seq["pairs"] == 8 and result.summary["stop_reason"] is None  # two equal arms: never decided
+    totals = progress.totals()
+    assert totals["episodes"] == 16 and totals["complete"] == 16 and totals["errors"] == 0
+    assert totals["cost_known"] is False  # the test policy has no price: unknown, never $0
+
+
+def test_a_judge_that_leaves_episodes_unclassified_is_said_per_arm() -> None:
+    from awm_runtime.scheduler._run import judge_warnings
+
+    warned = judge_warnings({"arms": {"a": {"judge_unclassified_share": 0.25}, "b": {"judge_unclassified_share": 0.05},
+                                      "c": {"judge_unclassified_share": None}}})
+    assert len(warned) == 1 and warned[0].startswith("arm a: the judge gave no classification for 25%")
+    assert judge_warnings({}) == []
+
+
+async def test_a_resumed_run_with_checkpoints_looks_for_episodes_left_in_flight(tmp_path: Path) -> None:
+    from awm_runtime import RunConfig
+    from awm_runtime.scheduler import prepare
+
+    config = RunConfig(worlds="builtin", policy="sim/oracle", expert="none", scenarios="shop*", tasks="0",
+                       preflight="off", checkpoint="every", out=tmp_path / "run")
+    first = await run(config)
+    assert first.ran == 1 and (tmp_path / "run" / "checkpoints").is_dir()
+    prep = await prepare(config.model_copy(update={"resume": True}))
+    again = await run(prep)
+    assert again.skipped == 1 and again.ran == 0 and prep.resume_from == {}  # every episode was recorded
