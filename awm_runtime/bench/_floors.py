@@ -1,4 +1,4 @@
-"""floors: each cost per call beside its floor measured in the same run, and their ratio (issue 49).
+"""floors: each cost per call beside its floor measured in the same run, and their ratio.
 
 Absolute times do not carry between machines; a cost over its floor, both measured in one process on one
 machine at one moment, does. Four costs, each in CPU microseconds (process CPU time, never wall):
@@ -37,7 +37,7 @@ from awm_runtime.bench._floor_parts import (
     ratio,
 )
 
-# Issue 49's targets, ratios to floors on a quiet machine (median of 3).
+# The targets: ratios to floors on a quiet machine (median of 3).
 TARGETS = {"tool_call": 1.5, "verify": 1.5, "model_call": 3.0}
 EPISODE_TOOL_CALLS, EPISODE_MODEL_CALLS = 3, 4
 KINDS = ("tool_call", "verify", "model_call", "reset", "episode")

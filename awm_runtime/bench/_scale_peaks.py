@@ -187,7 +187,7 @@ def batch_figures(server_stats: dict[str, Any], calls: list[int], latency: float
     """Makespan from the model server's first request to its last reply, against the ideal: the longest
     episode's model time. Also what came before (preparing: worlds, preflight) and after (the last
     verifications and the logs), and, with the run's `records` (episodes.jsonl, whose last write is the last
-    episode recorded), the share of ideal issue 49 counts: ideal / (first request -> last episode recorded)."""
+    episode recorded), the share of ideal: ideal / (first request -> last episode recorded)."""
     first, last = server_stats.get("first_request_unix"), server_stats.get("last_reply_unix")
     if first is None or last is None or not calls:
         return {"makespan_s": None, "ideal_makespan_s": None, "efficiency": None, "share_of_ideal": None}
