@@ -22,7 +22,6 @@ import random
 import shutil
 import statistics
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -36,6 +35,7 @@ from awm_runtime.bench._floor_parts import (
     per_call_us,
     ratio,
 )
+from awm_runtime.bench._scale import start_server
 
 # The targets: ratios to floors on a quiet machine (median of 3).
 TARGETS = {"tool_call": 1.5, "verify": 1.5, "model_call": 3.0}
@@ -59,18 +59,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--inject-us", type=float, default=0.0, help=argparse.SUPPRESS)
     p.add_argument("--inject-at", choices=("tool_call", "verify", "model_call"), action="append",
                    help=argparse.SUPPRESS)  # repeatable; tool_call when not given
-
-
-def _start_server() -> tuple[subprocess.Popen[str], str]:
-    """The loopback model server in its own process (its CPU is on neither side of the model-call ratio)."""
-    proc = subprocess.Popen([sys.executable, "-m", "awm_runtime.testing", "--latency", "0", "--mode", "echo",
-                             "--lifetime", "3600", "--parent", str(os.getpid())], stdout=subprocess.PIPE, text=True)
-    assert proc.stdout is not None
-    url = proc.stdout.readline().strip()
-    if not url.startswith("http"):
-        proc.kill()
-        raise RuntimeError("the loopback model server did not start")
-    return proc, url
 
 
 def _inject_at(args: argparse.Namespace) -> list[str]:
@@ -147,7 +135,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     events = EventStream(tmp / "events.jsonl")
     configure_logging(events)  # events are rendered and written, as in a run; stdout carries the JSON result
     containment = require(args.unsafe_no_sandbox)
-    server, url = _start_server()
+    server, url = start_server(0, 3600, mode="echo")  # its CPU is on neither side
     try:
         figures = await _measure(args, tmp, url)
     finally:

@@ -70,9 +70,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "policy that sleeps the latency and an in-memory world (one process)")
 
 
-def _start_server(latency: float, lifetime: float) -> tuple[subprocess.Popen[str], str]:
+def start_server(latency: float, lifetime: float, mode: str = "sim-oracle") -> tuple[subprocess.Popen[str], str]:
+    """The loopback model server in its own process (its CPU is not this process's), and its URL."""
     proc = subprocess.Popen([sys.executable, "-m", "awm_runtime.testing", "--latency", str(latency), "--mode",
-                             "sim-oracle", "--lifetime", str(lifetime), "--parent", str(os.getpid())],
+                             mode, "--lifetime", str(lifetime), "--parent", str(os.getpid())],
                             stdout=subprocess.PIPE, text=True)
     assert proc.stdout is not None
     url = proc.stdout.readline().strip()
@@ -137,7 +138,7 @@ async def full_stack(args: argparse.Namespace, out: Path, ray: str | None = None
     n, latency = args.episodes, args.latency
     bench_started = time.time()
     tmp = Path(tempfile.mkdtemp(prefix="awm-bench-scale-"))
-    server, url = _start_server(latency, 600 + args.waves * 300 * latency)
+    server, url = start_server(latency, 600 + args.waves * 300 * latency)
     try:
         (tmp / "awm.toml").write_text(
             f'[models.loop]\nmodel = "openai/sim-oracle"\napi_base = "{url}"\napi_key_env = "AWM_BENCH_KEY"\n'
