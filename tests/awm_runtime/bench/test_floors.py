@@ -75,4 +75,5 @@ def test_injected_cpu_moves_the_ratios_of_its_paths_by_its_share(baseline: dict[
     # The model call's ratio does not take it (the episode's does: it makes three tool calls and a verification).
     share = inject / injected["tool_call"]["floor_us"]
     assert abs(injected["model_call"]["ratio"] - baseline["model_call"]["ratio"]) < 0.5 * share
-    assert injected["episode"]["cost_us"] > baseline["episode"]["cost_us"] + 3 * inject
+    # Four injections an episode; two of them stand above what two small runs' episodes differ by on a busy machine.
+    assert injected["episode"]["cost_us"] > baseline["episode"]["cost_us"] + 2 * inject
