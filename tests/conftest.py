@@ -49,6 +49,21 @@ _FIRST = ("tests/e2e/test_local_model.py", "tests/awm_runtime/models/test_tito_l
           "tests/awm_runtime/integrations/test_trl_local.py", "tests/e2e/")
 
 
+# Workers per logical CPU under `-n logical` (pyproject's addopts). The suite's tests wait much of their time
+# (subprocesses, loopback servers' latency, Ray and llama-server start-ups), so one worker per CPU leaves the
+# cores idle about a third of the time; PYTEST_XDIST_AUTO_NUM_WORKERS=N still sets the count outright.
+WORKERS_PER_CPU = 1.5
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
+    """`-n logical` starts WORKERS_PER_CPU workers per logical CPU (rounded down, at least 2), unless the
+    PYTEST_XDIST_AUTO_NUM_WORKERS environment variable sets the count (then xdist's own hook reads it)."""
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS") or config.option.numprocesses != "logical":
+        return None
+    return max(2, int(len(os.sched_getaffinity(0)) * WORKERS_PER_CPU))
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Order the files longest first (see _FIRST); a stable sort, so each file's tests keep their order."""
 
