@@ -72,3 +72,4 @@ def test_a_short_long_run_records_every_episode_and_reports_warm_and_end(tmp_pat
     assert set(r["warm"]) == set(r["end"]) == {"rss_runtime_mib", "rss_all_mib", "files_runtime", "files_all"}
     assert r["warm"]["files_runtime"] > 0 and r["end"]["rss_all_mib"] >= r["end"]["rss_runtime_mib"] > 0
     assert r["targets"] == {"growth": 0.05, "lost": 0} and r["progress"]
+    assert all("runtime" in kinds for _, kinds in r["files_by_kind"])  # where descriptors are, by process kind
