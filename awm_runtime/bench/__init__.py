@@ -14,6 +14,7 @@ SUITES: dict[str, str] = {
     "scale": "awm_runtime.bench._scale",
     "serve": "awm_runtime.bench._serve",
     "awm1k": "awm_runtime.bench._awm1k",
+    "long": "awm_runtime.bench._long",
     "real": "awm_runtime.bench._real",
     "tito": "awm_runtime.bench._tito",
 }

@@ -29,6 +29,7 @@ from awm_runtime.bench._scale_peaks import (
     BATCH_TARGET,
     BurningTransport,
     batch_figures,
+    headline,
     open_files_limit,
     reply_to_request_gaps,
     slices_figures,
@@ -348,8 +349,10 @@ def _report(args: argparse.Namespace, summary: dict[str, Any], out: Path, sample
     if batch is not None:
         batch["reply_to_next_request_s"] = reply_to_request_gaps(out / "events.jsonl")
     gaps = (batch or {}).get("reply_to_next_request_s") or {}
+    lost = summary.get("planned", len(calls)) - summary.get("already_done", 0) - len(calls)  # planned, not recorded
     result = {
         "episodes_in_flight": n, "latency_s": latency, "shards": summary["shards"], "episodes": len(calls),
+        "planned": summary.get("planned", len(calls)), "lost": lost,
         "repeats": repeats, "outcomes": outcomes, "mean_model_calls_per_episode": round(mean_calls, 3),
         "wall_s": summary["wall_s"], "steady_window_s": [round(t0, 1), round(t1, 1)],
         "episodes_per_s": round(rate, 3), "ideal_episodes_per_s": round(ideal, 3),
@@ -373,6 +376,7 @@ def _report(args: argparse.Namespace, summary: dict[str, Any], out: Path, sample
                 "loop_lag_p99": max(lags) < lag_target},
     }
     result["table"] = [
+        headline(batch, lost, len(calls), max(lags), lag_target),
         *([["episodes/s (steady)", f"{rate:.2f} of ideal {ideal:.2f}", ""],
            ["efficiency", f"{efficiency:.1%}", f">= {target:.0%}" if target else "-"]] if not batch else
           [["steady state", "none: a batch is one wave (see the makespan)", ""]]),

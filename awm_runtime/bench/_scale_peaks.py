@@ -26,6 +26,8 @@ from awm_runtime.bench._procs import _memory, descendants, kind_of, resident_mib
 
 # Issue 32: a batch launched at once, 1,000 x 5 s, spread or on one scenario.
 BATCH_TARGET = 0.85
+# Issue 49: first request to last episode recorded, for every batch shape it names.
+BATCH_TARGET_SHARE = 0.90
 
 
 def open_files_limit() -> int:
@@ -204,6 +206,17 @@ def batch_figures(server_stats: dict[str, Any], calls: list[int], latency: float
             "last_reply_to_run_end_s": round(run_ended_unix - last, 2),
             "first_request_to_run_end_s": round(run_ended_unix - first, 2),
             "target": target, "met": makespan > 0 and ideal / makespan >= target}
+
+
+def headline(batch: dict[str, Any] | None, lost: int, recorded: int, lag_p99_ms: float,
+             lag_target_ms: float) -> list[str]:
+    """The row issue 49 judges a shape by: share of ideal (a batch's; `unknown` for a steady run or without
+    the server's times), episodes lost (planned but not recorded), loop-lag p99 against its target."""
+    share = (batch or {}).get("share_of_ideal")
+    shown = "unknown" if share is None else f"{share:.1%} of ideal"
+    target = f">= {BATCH_TARGET_SHARE:.0%}, 0 lost, lag < {lag_target_ms:.0f} ms"
+    return ["share of ideal | lost | loop lag p99", f"{shown} | {lost:,} of {recorded + lost:,} | {lag_p99_ms:.0f} ms",
+            target]
 
 
 def reply_to_request_gaps(events: Path, turns: int = 3) -> dict[str, dict[str, float]] | None:

@@ -51,6 +51,7 @@ def test_a_batch_reports_its_makespan_and_the_peaks_of_the_run() -> None:
     """Smoke test of --batch (issue 32): every episode at once, on one scenario (the GRPO shape)."""
     r = bench("--batch", "--episodes", "10", "--latency", "0.1", "--scenarios", "shop*", "--shards", "1")
     assert r["episodes"] == 10 and r["outcomes"] == {"complete": 10}
+    assert r["planned"] == 10 and r["lost"] == 0  # issue 49's row: none planned went unrecorded
     batch: dict[str, float] = r["batch"]  # type: ignore[assignment]
     assert batch["ideal_makespan_s"] >= 0.2 and batch["makespan_s"] >= batch["ideal_makespan_s"] * 0.9
     assert 0 < batch["efficiency"] <= 1.1 and batch["target"] == 0.85
@@ -68,6 +69,15 @@ def test_a_batch_reports_its_makespan_and_the_peaks_of_the_run() -> None:
     assert r["peak_open_files_all"] >= r["peak_open_files_runtime"]  # type: ignore[operator]
     assert r["open_files_limit"] >= 1024 and r["loop_lag_p99_ms"] >= 0  # type: ignore[operator]
     assert set(r["cpu_ms_per_model_call"]) == {"runtime", "world", "model_server"}  # type: ignore[call-overload]
+
+
+def test_the_headline_row_gives_share_lost_and_lag_and_no_share_where_none_is_known() -> None:
+    from awm_runtime.bench._scale_peaks import headline
+
+    row = headline({"share_of_ideal": 0.8123}, 2, 998, 64.4, 100.0)
+    assert row[1] == "81.2% of ideal | 2 of 1,000 | 64 ms" and row[2] == ">= 90%, 0 lost, lag < 100 ms"
+    assert headline(None, 0, 10, 3.0, 50.0)[1].startswith("unknown | 0 of 10")  # a steady run has no makespan
+    assert headline({"share_of_ideal": None}, 0, 10, 3.0, 50.0)[1].startswith("unknown")
 
 
 def test_the_loop_slices_of_the_parent_and_every_shard_add_up() -> None:

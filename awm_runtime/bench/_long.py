@@ -1,0 +1,188 @@
+"""Long run: N episodes in a row (default 100,000) on the simulated oracle; RSS and open files stay flat, none lost.
+
+The run is real (built-in worlds, world workers, verifiers, the run directory's logs) with `--concurrency`
+episodes in flight; the model is the simulated oracle in the runtime's process, so the run is bound by the
+runtime's and the world's CPU, not by a model's latency. A sampler thread reads, every `--every` seconds,
+the RSS and open descriptors of the runtime's process and summed over its process tree, less processes that
+live less than a pass (kernel counters: statm and the fd directory, microseconds a process). It compares the
+median over the samples taken while the run recorded its second tenth of episodes (warm: every scenario
+imported, every pool grown) with the median over its last tenth at full concurrency (the end, before the
+pool drains). Flat: each within 5%. Lost: episodes planned that episodes.jsonl does not hold.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import math
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from awm_runtime.bench._procs import descendants, kind_of, resident_mib
+from awm_runtime.bench._scale_peaks import open_files, open_files_limit
+
+TARGET_GROWTH = 0.05  # issue 49: RSS and descriptors at the end within 5% of after the first tenth
+METRICS = ("rss_runtime_mib", "rss_all_mib", "files_runtime", "files_all")
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--episodes", type=int, default=100_000, metavar="N",
+                   help="episodes to run, whole repeats of the selected tasks (default 100000)")
+    p.add_argument("--concurrency", type=int, default=256, metavar="N", help="episodes in flight (default 256)")
+    p.add_argument("--scenarios", default="*", metavar="GLOB", help="built-in scenarios to draw tasks from")
+    p.add_argument("--every", type=float, default=1.0, metavar="S", help="seconds between samples (default 1)")
+    p.add_argument("--out", type=Path, default=None, metavar="DIR", help="keep the run directory here")
+
+
+class Snapshots:
+    """RSS and open descriptors of the runtime's process (`root`, default this one) and summed over its tree.
+
+    The sums count only processes seen by the pass before too (every process on the first pass): a verifier job
+    lives milliseconds, so whether a pass happens to catch a few of them says nothing about growth, while a world
+    worker or the verifier server lives the run."""
+
+    def __init__(self, root: int | None = None) -> None:
+        self.root = os.getpid() if root is None else root
+        self._before: set[int] | None = None
+
+    def take(self) -> dict[str, Any]:
+        """One pass (blocking, microseconds a process: run it off the event loop)."""
+        pids = descendants(self.root)
+        lasting = pids if self._before is None else pids & self._before
+        self._before = pids
+        rss = {pid: resident_mib(pid) for pid in lasting | {self.root}}
+        files = {pid: open_files(pid) for pid in lasting | {self.root}}
+        by_kind: dict[str, int] = {}
+        for pid, n in files.items():  # where descriptors grow, when they do
+            kind = kind_of(pid, self.root) or "other"
+            by_kind[kind] = by_kind.get(kind, 0) + n
+        return {"rss_runtime_mib": rss[self.root], "rss_all_mib": sum(rss.values()),
+                "files_runtime": files[self.root], "files_all": sum(files.values()), "processes": len(lasting),
+                "files_by_kind": by_kind}
+
+
+def flatness(samples: list[dict[str, float]], planned: int, concurrency: int) -> dict[str, Any]:
+    """Warm (recorded in the second tenth of `planned`) against end (the last tenth, while at least 90% of
+    `concurrency` were in flight): each metric's median over its window, and the growth end / warm - 1. A
+    window with no sample falls back on the one sample nearest it (a short run sampled coarsely)."""
+    def window(lo: float, hi: float, full: bool) -> list[dict[str, float]]:
+        inside = [s for s in samples if lo * planned <= s["recorded"] < hi * planned
+                  and (not full or s["in_flight"] >= 0.9 * concurrency)]
+        if inside or not samples:
+            return inside
+        return [min(samples, key=lambda s: abs(s["recorded"] - lo * planned))]
+
+    warm, end = window(0.10, 0.20, False), window(0.90, 1.0, True)
+    if not warm or not end:
+        return {"warm": None, "end": None, "growth": None, "samples": [len(warm), len(end)]}
+    at_warm = {m: statistics.median(s[m] for s in warm) for m in METRICS}
+    at_end = {m: statistics.median(s[m] for s in end) for m in METRICS}
+    growth = {m: round(at_end[m] / at_warm[m] - 1, 4) if at_warm[m] else None for m in METRICS}
+    return {"warm": {m: round(v, 1) for m, v in at_warm.items()}, "end": {m: round(v, 1) for m, v in at_end.items()},
+            "growth": growth, "samples": [len(warm), len(end)]}
+
+
+def count_records(path: Path) -> int:
+    """Episodes recorded: the lines of episodes.jsonl (0 when there is none)."""
+    if not path.is_file():
+        return 0
+    with path.open("rb") as fh:
+        return sum(chunk.count(b"\n") for chunk in iter(lambda: fh.read(1 << 20), b""))
+
+
+async def run(args: argparse.Namespace) -> dict[str, Any]:
+    from awm_runtime import RunConfig
+    from awm_runtime._log import console_logging
+    from awm_runtime.scheduler import RunProgress, prepare, raise_open_files, revise
+    from awm_runtime.scheduler import run as run_episodes
+
+    console_logging()  # stdout carries the JSON result
+    if (low := raise_open_files(args.concurrency)) is not None:
+        print(f"awm-bench: {low}", flush=True, file=sys.stderr)
+    out = args.out or Path(tempfile.mkdtemp(prefix="awm-bench-long-")) / "run"
+    load_before = os.getloadavg()
+    config = RunConfig(policy="sim/oracle", expert="none", scenarios=args.scenarios, concurrency=args.concurrency,
+                       repeats=1, shards=1, preflight="off", grace_s=5, out=out)
+    prep = await prepare(config)
+    prep = await revise(prep, repeats=max(1, math.ceil(args.episodes / len(prep.tasks))))
+    progress = RunProgress()
+    samples: list[dict[str, float]] = []
+    by_kind: list[dict[str, int]] = []  # descriptors per process kind, a dict a sample
+    started = time.perf_counter()
+    snapshots = Snapshots()
+
+    async def sample() -> None:
+        while True:
+            seen = await asyncio.to_thread(snapshots.take)
+            kinds = seen.pop("files_by_kind")
+            samples.append({"t": round(time.perf_counter() - started, 2), "recorded": progress.recorded,
+                            "in_flight": progress.in_flight, **seen})
+            by_kind.append(kinds)
+            await asyncio.sleep(args.every)
+
+    sampler = asyncio.create_task(sample())
+    try:
+        ran = await run_episodes(prep, progress=progress)
+    finally:
+        sampler.cancel()
+    wall = time.perf_counter() - started
+    result = report(args, prep.planned, count_records(out / "episodes.jsonl"), ran.summary, samples, wall,
+                    load_before, out)
+    pairs = list(zip(samples, by_kind, strict=True))
+    result["files_by_kind"] = [[s["t"], k] for s, k in pairs[:: max(1, len(pairs) // 20)]]
+    return result
+
+
+def report(args: argparse.Namespace, planned: int, recorded: int, summary: dict[str, Any],
+           samples: list[dict[str, float]], wall_s: float, load_before: tuple[float, float, float],
+           out: Path) -> dict[str, Any]:
+    """The JSON result and its table."""
+    flat = flatness(samples, planned, args.concurrency)
+    lost = planned - recorded
+    growth = flat["growth"] or {}
+    met = {"flat": bool(growth) and all(g is not None and g <= TARGET_GROWTH for g in growth.values()),
+           "none_lost": lost == 0}
+    outcomes = summary["arms"]["main"]["outcomes"] if summary.get("arms") else {}
+    peak = {m: max((s[m] for s in samples), default=0) for m in METRICS}
+    result = {
+        "suite": "long", "planned": planned, "recorded": recorded, "lost": lost, "outcomes": outcomes,
+        "concurrency": args.concurrency, "wall_s": round(wall_s, 1), "episodes_per_s": round(recorded / wall_s, 2)
+        if wall_s else 0.0, "loop_lag_p99_ms": summary.get("loop_lag_ms", {}).get("p99_ms"),
+        "warm": flat["warm"], "end": flat["end"], "growth": flat["growth"], "window_samples": flat["samples"],
+        "peak": {m: round(v, 1) for m, v in peak.items()}, "open_files_limit": open_files_limit(),
+        "targets": {"growth": TARGET_GROWTH, "lost": 0}, "met": met,
+        "load_average_before": [round(x, 2) for x in load_before],
+        "load_average_after": [round(x, 2) for x in os.getloadavg()], "cpus": os.cpu_count(), "run_dir": str(out),
+        "progress": [[s["t"], s["recorded"], round(s["rss_all_mib"], 1), s["files_all"]]
+                     for s in samples[:: max(1, len(samples) // 50)]],
+    }
+    mark = {True: "met", False: "NOT met"}
+
+    def row(label: str, metric: str, unit: str) -> list[str]:
+        if flat["warm"] is None:
+            return [label, "unknown: no sample in a window", f"<= +{TARGET_GROWTH:.0%}"]
+        g = growth[metric]
+        return [label, f"{flat['warm'][metric]:,.1f} -> {flat['end'][metric]:,.1f} {unit} "
+                       f"({'unknown' if g is None else f'{g:+.1%}'})", f"<= +{TARGET_GROWTH:.0%}"]
+
+    result["table"] = [
+        ["episodes recorded of planned", f"{recorded:,} of {planned:,}: {lost:,} lost",
+         f"0 lost: {mark[met['none_lost']]}"],
+        row("RSS, runtime process: warm -> end", "rss_runtime_mib", "MiB"),
+        row("RSS, summed over the run's processes", "rss_all_mib", "MiB"),
+        row("open files, runtime process", "files_runtime", ""),
+        row("open files, summed over the run's processes", "files_all", ""),
+        ["flat", mark[met["flat"]], ""],
+        ["wall | episodes/s", f"{wall_s:.1f} s | {result['episodes_per_s']}", ""],
+        ["load average before -> after", f"{load_before[0]:.1f} -> {os.getloadavg()[0]:.1f} on {os.cpu_count()} "
+                                         "cores", "quiet machine"],
+    ]
+    return result
+
+
+__all__ = ["Snapshots", "add_arguments", "count_records", "flatness", "report", "run"]

@@ -1,0 +1,75 @@
+"""awm-bench long: a long run's RSS and open files, warm against the end, and the episodes it lost."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from argparse import Namespace
+from pathlib import Path
+
+from awm_runtime.bench._long import Snapshots, count_records, flatness, report
+
+BENCH = [sys.executable, "-c", "from awm_runtime.cli import bench_main; raise SystemExit(bench_main())", "long"]
+
+
+def _sample(recorded: int, in_flight: int, rss: float, files: int) -> dict[str, float]:
+    return {"t": 0.0, "recorded": recorded, "in_flight": in_flight, "rss_runtime_mib": rss, "rss_all_mib": 2 * rss,
+            "files_runtime": files, "files_all": 3 * files, "processes": 3}
+
+
+def test_flatness_compares_the_second_tenth_with_the_last_tenth_at_full_concurrency() -> None:
+    samples = [_sample(50, 10, 500.0, 99)]  # the first tenth: warm-up, left out
+    samples += [_sample(r, 10, 100.0 + r % 3, 40) for r in range(100, 200, 10)]  # warm
+    samples += [_sample(r, 10, 104.0, 42) for r in range(900, 1000, 10)]  # the end at full concurrency
+    samples += [_sample(999, 2, 60.0, 12)]  # draining: left out
+    flat = flatness(samples, 1000, 10)
+    assert flat["warm"]["rss_runtime_mib"] == 101.0 and flat["end"]["rss_runtime_mib"] == 104.0
+    assert flat["growth"]["rss_runtime_mib"] == round(104 / 101 - 1, 4)
+    assert flat["growth"]["files_all"] == 0.05 and flat["samples"] == [10, 10]
+
+
+def test_a_window_without_a_sample_takes_the_nearest_and_none_is_unknown() -> None:
+    flat = flatness([_sample(10, 4, 100.0, 10), _sample(95, 4, 110.0, 10)], 100, 4)
+    assert flat["samples"] == [1, 1] and flat["growth"]["rss_runtime_mib"] == 0.1
+    assert flatness([], 100, 4) == {"warm": None, "end": None, "growth": None, "samples": [0, 0]}
+    args = Namespace(concurrency=4)
+    r = report(args, 100, 97, {}, [], 1.0, (0.0, 0.0, 0.0), Path("."))
+    assert r["lost"] == 3 and r["met"] == {"flat": False, "none_lost": False}
+    assert "unknown" in r["table"][1][1]  # no value where none is known
+
+
+def test_snapshots_sum_only_processes_that_outlive_a_pass(tmp_path: Path) -> None:
+    snaps = Snapshots()
+    lasting = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        first = snaps.take()  # the first pass counts every process
+        assert first["processes"] >= 2 and first["files_runtime"] > 0 and first["rss_runtime_mib"] > 0
+        brief = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+        try:
+            second = snaps.take()  # `brief` was not there the pass before
+            assert second["processes"] == first["processes"]
+            third = snaps.take()
+            assert third["processes"] == first["processes"] + 1
+        finally:
+            brief.kill()
+            brief.wait()
+    finally:
+        lasting.kill()
+        lasting.wait()
+    (tmp_path / "e.jsonl").write_bytes(b"{}\n" * 5)
+    assert count_records(tmp_path / "e.jsonl") == 5 and count_records(tmp_path / "missing") == 0
+
+
+def test_a_short_long_run_records_every_episode_and_reports_warm_and_end(tmp_path: Path) -> None:
+    proc = subprocess.run([*BENCH, "--episodes", "60", "--concurrency", "6", "--scenarios", "shop*", "--every",
+                           "0.1", "--out", str(tmp_path / "run")], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    assert "awm-bench long" in proc.stderr and "lost" in proc.stderr  # the table
+    r = json.loads(proc.stdout)
+    assert r["planned"] == r["recorded"] >= 60 and r["lost"] == 0 and r["met"]["none_lost"] is True
+    assert r["recorded"] == count_records(tmp_path / "run" / "episodes.jsonl")
+    assert set(r["warm"]) == set(r["end"]) == {"rss_runtime_mib", "rss_all_mib", "files_runtime", "files_all"}
+    assert r["warm"]["files_runtime"] > 0 and r["end"]["rss_all_mib"] >= r["end"]["rss_runtime_mib"] > 0
+    assert r["targets"] == {"growth": 0.05, "lost": 0} and r["progress"]
+    assert all("runtime" in kinds for _, kinds in r["files_by_kind"])  # where descriptors are, by process kind
