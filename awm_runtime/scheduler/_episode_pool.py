@@ -25,7 +25,6 @@ from awm_runtime._types import EpisodeKey, EpisodeRecord, EpisodeSpec, ErrorInfo
 from awm_runtime.episode import Checkpointer, EpisodeHook, Harness, ending_for, error_info, run_episode, wrap_session
 from awm_runtime.scheduler._admission import endpoint_gates, gate_semaphores
 from awm_runtime.scheduler._control import RunControl, must_finish
-from awm_runtime.scheduler._first_wave import FirstWave
 
 if TYPE_CHECKING:
     from awm_runtime._units import EpisodeRunner, Unit
@@ -64,8 +63,6 @@ class EpisodePool:
             log.info("episodes_gated", endpoint=gate.endpoint, slots=gate.slots, episodes=gate.episodes,
                      arms=list(gate.arms), concurrency=concurrency)
         self._tasks = {t.key: t for t in prep.tasks}
-        # A batch (every planned episode launched at once) resets all its worlds before its first request.
-        self.first_wave = FirstWave(enabled=runner is None and 1 < prep.planned <= concurrency)
 
     async def run(self, next_unit: NextUnit, done: UnitDone) -> None:
         """Run the units `next_unit` hands out, `concurrency` episodes at a time, and pass each unit's
@@ -182,18 +179,13 @@ class EpisodePool:
         task = self._tasks[(spec.scenario, spec.task_idx)]
         harness = self.prep.harness_for(spec)
         episode_id = uuid.uuid4().hex[:16]
-        in_wave = self.first_wave.opening_started()
         try:
             hook = self._hook(spec)
             session = wrap_session(await self.prep.world.open(task, episode_id=episode_id), hook)
         except asyncio.CancelledError:
-            if in_wave:
-                await self.first_wave.opened(wait=False)
             self._cancelled(spec, episode_id, "world_open")
             raise
         except Exception as exc:
-            if in_wave:
-                await self.first_wave.opened(wait=False)
             log.error("world_open_failed", episode_id=episode_id, scenario=spec.scenario, task_idx=spec.task_idx,
                       arm=spec.arm, error_class=type(exc).__name__, error=str(exc))
             record = error_record(spec, task, harness, exc, episode_id=episode_id, run_id=self.run_id)
@@ -201,8 +193,6 @@ class EpisodePool:
                 sink.emit(EpisodeEnded(episode_id, record))
             return record
         try:
-            if in_wave:
-                await self.first_wave.opened()  # the batch's resets before its first request
             await loop_slice()  # episodes whose worlds opened together (after a build) share the loop from the start
             return await run_episode(spec, task, session, harness, sinks=self.sinks, run_id=self.run_id,
                                      episode_id=episode_id, hook=hook)
