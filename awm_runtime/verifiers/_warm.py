@@ -177,7 +177,7 @@ class WarmPool:
             self._reply(job, 0)
             worker.job, worker.served = None, worker.served + 1
             del self.busy[worker.out_fd]
-            if _clean(job.buf) and worker.served < MAX_JOBS:
+            if _clean(job.buf) and not worker.pending and worker.served < MAX_JOBS:
                 self.idle[worker.out_fd] = worker
                 while len(self.idle) > MAX_IDLE:
                     self._close(self.idle.popitem(last=False)[1])
