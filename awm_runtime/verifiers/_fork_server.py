@@ -266,8 +266,8 @@ class Server:
                 else:
                     self._spawn(job)
             warm = self.warm.check(time.monotonic())
-            wait = min((c.deadline for c in self.children.values()), default=warm)
-            wait = wait if warm is None else min(wait, warm)
+            deadlines = [c.deadline for c in self.children.values()] + ([] if warm is None else [warm])
+            wait = min(deadlines, default=None)
             for key, _ in self.sel.select(None if wait is None else max(0.0, wait - time.monotonic())):
                 if key.fd == self.in_fd:
                     if not self._read_requests():

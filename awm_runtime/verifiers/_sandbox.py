@@ -140,11 +140,12 @@ class Sandbox:
         job = {"id": job_id, "code": code, "function": function, "kwargs": kwargs, "timeout_s": timeout_s,
                "cpu_s": max(1, int(cpu_s if cpu_s is not None else timeout_s + 1)), "memory_mb": self.memory_mb,
                "readable": list(dict.fromkeys([*readable, *dbs]))}
-        frame = _with_blobs(job, data) if self.reuse and data is not None else encode(job)
+        parts = _with_blobs(job, data) if self.reuse and data is not None else [encode(job)]
         assert proc.stdin is not None
         try:
             async with self._write_lock:
-                proc.stdin.write(frame)
+                for part in parts:  # each its own write: the DBs' bytes are not copied into one frame first
+                    proc.stdin.write(part)
                 await proc.stdin.drain()
             reply = await asyncio.wait_for(asyncio.shield(future), rounds * timeout_s + GRACE_S)
         except (ConnectionError, TimeoutError) as exc:
@@ -200,8 +201,8 @@ def _bootstrap(module: str) -> str:
             f"runpy.run_module({module!r}, run_name='__main__', alter_sys=True)")
 
 
-def _with_blobs(job: dict[str, Any], data: dict[str, bytes]) -> bytes:
-    """The request frame of a job whose DBs come as bytes (the server's `_request` reads it)."""
+def _with_blobs(job: dict[str, Any], data: dict[str, bytes]) -> list[bytes]:
+    """The request frame of a job whose DBs come as bytes (the server's `_request` reads it), in parts."""
     body = encode({**job, "blob_paths": list(data), "blob_sizes": [len(v) for v in data.values()]})[HEADER.size:]
     size = 1 + HEADER.size + len(body) + sum(len(v) for v in data.values())
-    return b"".join((HEADER.pack(size), b"B", HEADER.pack(len(body)), body, *data.values()))
+    return [HEADER.pack(size) + b"B" + HEADER.pack(len(body)) + body, *data.values()]

@@ -35,12 +35,16 @@ async def sandbox(request: pytest.FixtureRequest) -> AsyncIterator[Sandbox]:
     await box.aclose()
 
 
+def _bytes_of(db: Path) -> dict[str, bytes]:
+    return {str(db): db.read_bytes()}
+
+
 async def run(box: Sandbox, body: str, db: Path, *, timeout_s: float = 10.0, cpu_s: float | None = None) -> tuple:
     code = "def verify_x(final_db_path, initial_db_path=None, final_answer=''):\n" + "".join(
         f"    {line}\n" for line in body.splitlines())
     result = await box.run(code, "verify_x", {"final_db_path": str(db), "initial_db_path": str(db),
                                               "final_answer": ""}, timeout_s=timeout_s, cpu_s=cpu_s,
-                           data={str(db): db.read_bytes()})  # used by kept workers only
+                           data=_bytes_of(db))  # used by kept workers only
     return result.value, result.error
 
 

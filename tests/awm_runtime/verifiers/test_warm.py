@@ -10,8 +10,8 @@ import os
 import sqlite3
 import time
 from collections.abc import AsyncIterator
-from pathlib import Path
 from itertools import count
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -72,6 +72,16 @@ def workers(box: Sandbox) -> set[int]:
     return alive
 
 
+def _exists(path: str) -> bool:
+    return os.path.exists(path)
+
+
+def _world_readable(path: Path, data: bytes) -> Path:
+    path.write_bytes(data)
+    path.parent.chmod(0o755)
+    return path
+
+
 async def settled(box: Sandbox, expected: set[int]) -> bool:
     """Whether the server's live processes come to `expected` within 20 s (a loaded machine's exits are slow)."""
     for _ in range(400):
@@ -115,7 +125,7 @@ async def test_a_kept_worker_reads_no_file_and_writes_nothing(kept: Sandbox, tmp
     code = f"import sqlite3\ndef verify_x(final_db_path, initial_db_path, final_answer=''):\n    {body}\n"
     result = await verify(kept, code, db_bytes(2, tmp_path))
     assert result.error is not None and expected in result.error, result
-    assert not Path("/tmp/awm-kept-escape.db").exists()
+    assert not _exists("/tmp/awm-kept-escape.db")
 
 
 POISON = ("import sqlite3, json, random\n"
@@ -195,15 +205,13 @@ async def test_a_verification_cancelled_mid_run_leaves_no_process(kept: Sandbox,
         await task
     assert await settled(kept, idle)  # the server kills it at once
     (pid,) = busy
-    assert not os.path.exists(f"/proc/{pid}")
+    assert not _exists(f"/proc/{pid}")
     assert (await verify(kept, COUNT, data)).value == {"result": "complete", "n": 2}
 
 
 async def test_large_dbs_go_to_a_fork(kept: Sandbox, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A job without bytes (the Verifier sends none past REUSE_MAX_BYTES) runs in a fork, reading its files."""
-    path = tmp_path / "big.db"
-    path.write_bytes(db_bytes(3, tmp_path))
-    tmp_path.chmod(0o755)
+    path = _world_readable(tmp_path / "big.db", db_bytes(3, tmp_path))
     result = await kept.run(COUNT, "verify_x", {"final_db_path": str(path), "initial_db_path": str(path)},
                             readable=(str(path),))
     assert result.value == {"result": "complete", "n": 3}
