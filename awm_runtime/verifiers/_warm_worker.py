@@ -23,10 +23,18 @@ from typing import Any, NoReturn
 
 import orjson
 
-from awm_runtime.isolation import HEADER, Confinement, Limits, confine, die_with_parent, read_exact, write_all
-from awm_runtime.isolation import save_coverage as save_coverage
+from awm_runtime.isolation import (
+    HEADER,
+    Confinement,
+    Limits,
+    confine,
+    die_with_parent,
+    read_exact,
+    save_coverage,
+    write_all,
+)
 from awm_runtime.verifiers._outcome import describe, outcome, result_frame
-from awm_runtime.verifiers._restrict import ReadOnlyConnection, Refused, compile_verifier, run_verifier
+from awm_runtime.verifiers._restrict import ReadOnlyConnection, compile_verifier, run_verifier
 
 _DBS: dict[str, Any] = {}  # the running job's DB bytes, by the path the verifier is given
 
@@ -138,4 +146,4 @@ def serve(jobs: int, out: int, proxies: dict[str, Any], parent: int, unsafe: boo
     os._exit(0)
 
 
-__all__ = ["BytesConnection", "Refused", "connect_bytes", "serve"]
+__all__ = ["BytesConnection", "connect_bytes", "serve"]
