@@ -78,6 +78,8 @@ class RunConfig(BaseModel):
     world_disk_mib: int | None = Field(default=None, ge=16)  # one scenario's files (a tmpfs); None: sized per run
     # Dataset code (world full_code, verifiers) runs unconfined: only for machines that cannot confine it.
     unsafe_no_sandbox: bool = False
+    # Verifications in kept workers, one per verifier code (issue 49): a verifier may keep state between its runs.
+    verifier_reuse: bool = False
     # Tasks whose verifier is missing or does not parse (issue 18): run them unverified, or leave them out.
     unverified: Literal["run", "skip"] = "run"
     repeats: int = Field(default=1, ge=1)

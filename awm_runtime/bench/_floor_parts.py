@@ -36,9 +36,11 @@ def burn(seconds: float) -> None:
 
 
 def world_cpu_s(world: Any) -> float:
-    """CPU seconds so far of the world's processes: its workers, and the verifier server with its reaped forks."""
-    sandbox = world.sandbox.pid
-    return sum(cpu_seconds(pid) for pid in world.pool.pids()) + (cpu_seconds(sandbox, reaped=True) if sandbox else 0.0)
+    """CPU seconds so far of the world's processes: its workers, and the verifier server with its forks and kept
+    workers (reaped or alive: one alive at the start and reaped by the end is counted once, as a whole)."""
+    sandbox, *alive = world.sandbox.served_by() or [None]
+    return (sum(cpu_seconds(pid) for pid in world.pool.pids()) + cpu_seconds(sandbox, reaped=True)
+            + sum(cpu_seconds(pid, reaped=True) for pid in alive))
 
 
 async def per_call_us(n: int, one: Callable[[int], Awaitable[Any]], world: Any = None,

@@ -54,6 +54,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--repeats", type=int, default=3, help="repeats; figures are their medians (default 3)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--unsafe-no-sandbox", action="store_true", help="measure unconfined world and verifier code")
+    p.add_argument("--verifier-reuse", action="store_true",
+                   help="verify in kept workers, one per verifier code (awm-run --verifier-reuse)")
     # Test-only: a known CPU cost in one boundary path (this process, before the runtime's own call), so that a
     # test can check that the right ratio moves by its share and the others do not.
     p.add_argument("--inject-us", type=float, default=0.0, help=argparse.SUPPRESS)
@@ -163,7 +165,8 @@ async def _measure(args: argparse.Namespace, tmp: Path, url: str) -> dict[str, l
 
     world = load_local_worlds(write_bench_dataset(tmp / "data", tables=args.tables, tools=args.tools),
                               options=WorldOptions(workers=1, tool_timeout_s=10.0,
-                                                   unsafe_no_sandbox=args.unsafe_no_sandbox))
+                                                   unsafe_no_sandbox=args.unsafe_no_sandbox,
+                                                   verifier_reuse=args.verifier_reuse))
     bare = None
     try:
         task = next(t for t in world.tasks() if t.scenario == "bench_suite")
@@ -293,10 +296,11 @@ def _report(args: argparse.Namespace, figures: dict[str, list[dict[str, float]]]
     load = os.getloadavg()
     result: dict[str, Any] = {"suite": "floors", "unit": "CPU microseconds per call", "repeats": args.repeats,
                               "cpu_count": os.cpu_count(), "load_avg": [round(x, 2) for x in load],
-                              "containment": containment, "targets": TARGETS}
+                              "containment": containment, "targets": TARGETS,
+                              "verifier": "kept workers" if args.verifier_reuse else "a fork per verification"}
     if args.inject_us > 0:
         result["injected"] = {"us": args.inject_us, "at": _inject_at(args)}
-    table: list[list[str]] = [["containment", containment, ""]]
+    table: list[list[str]] = [["containment", containment, ""], ["verifier", result["verifier"], ""]]
     for kind in KINDS:
         reps = figures[kind]
         ratios = [r for rep in reps if (r := ratio(rep["cost"], rep["floor"])) is not None]

@@ -61,7 +61,7 @@ def world_options(config: RunConfig) -> WorldOptions:
     return WorldOptions(verifier=config.verifier, foreign_keys=config.foreign_keys,
                         tool_timeout_s=config.tool_timeout_s, workers=config.world_workers,
                         unsafe_no_sandbox=config.unsafe_no_sandbox, world_disk_mib=config.world_disk_mib,
-                        in_flight=config.concurrency)
+                        in_flight=config.concurrency, verifier_reuse=config.verifier_reuse)
 
 
 @dataclass(slots=True)

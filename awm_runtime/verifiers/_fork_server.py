@@ -27,13 +27,9 @@ import os
 import selectors
 import signal
 import time
-import traceback
 from collections import OrderedDict, deque
-from dataclasses import dataclass, field
 from types import CodeType
 from typing import Any, NoReturn
-
-import orjson
 
 from awm_runtime.isolation import (
     HEADER,
@@ -51,34 +47,15 @@ from awm_runtime.isolation import (
     yield_cpu,
 )
 from awm_runtime.isolation import prepare as prepare_confinement
-from awm_runtime.verifiers._restrict import Refused, compile_verifier, module_proxies, run_verifier
+from awm_runtime.verifiers._outcome import MAX_RESULT, _Child, describe, outcome, reply_frame, result_frame
+from awm_runtime.verifiers._outcome import child_reply as child_reply
+from awm_runtime.verifiers._outcome import unencodable as unencodable
+from awm_runtime.verifiers._restrict import compile_verifier, module_proxies, run_verifier
+from awm_runtime.verifiers._warm import WarmPool, keep_heap, widen_pipe
 
-MAX_RESULT = 8 << 20
 CODE_MARK = b"C"  # a child's first frame holds its compiled code when it starts so; a result starts with "{"
+BLOBS_MARK = b"B"  # a request whose DBs come as bytes, for a kept worker (`_warm`)
 CODE_CACHE = 512  # compiled verifiers the server keeps, the least recently used dropped first
-
-
-@dataclass(slots=True)
-class _Child:
-    pid: int
-    job_id: int
-    deadline: float
-    started: float
-    timeout_s: float
-    cpu_s: int
-    buf: bytearray = field(default_factory=bytearray)
-    killed: str = ""
-    code: str | None = None  # the source whose compiled form this child will send first, if it is asked to
-
-
-def _describe(exc: BaseException) -> str:
-    where = ""
-    for frame in traceback.extract_tb(exc.__traceback__):
-        if frame.filename == "<verifier>":
-            where = f" (verifier line {frame.lineno})"
-    if isinstance(exc, SyntaxError) and exc.filename == "<verifier>":
-        where = f" (verifier line {exc.lineno})"
-    return (f"{type(exc).__name__}: {exc}"[:600] + where).replace("\n", " ")
 
 
 def _readable(paths: Any) -> tuple[str, ...]:
@@ -87,14 +64,6 @@ def _readable(paths: Any) -> tuple[str, ...]:
     for path in paths:
         out += [path, *(path + suffix for suffix in ("-journal", "-wal", "-shm") if os.path.exists(path + suffix))]
     return tuple(out)
-
-
-def _fault(exc: BaseException) -> str:
-    """Who an exception in the child is down to: "raised" when the verify function itself raised at run
-    time (what an agent's final DB can cause: a dropped table, a NULL), else the verifier's code."""
-    frames = traceback.extract_tb(exc.__traceback__)
-    in_call = any(f.filename == "<verifier>" and f.name != "<module>" for f in frames)
-    return "raised" if isinstance(exc, Exception) and in_call else "verifier"
 
 
 def _child(job: dict[str, Any], out: int, proxies: dict[str, Any], parent: int, unsafe: bool) -> NoReturn:
@@ -117,26 +86,13 @@ def _child(job: dict[str, Any], out: int, proxies: dict[str, Any], parent: int, 
             try:
                 confine(Confinement(limits, readable=_readable(job.get("readable", ()))), unsafe=unsafe)
             except Exception as exc:  # the boundary failed: never run the code unconfined
-                result = {"ok": False, "fault": "sandbox", "error": f"cannot confine the verifier: {_describe(exc)}"}
+                result = {"ok": False, "fault": "sandbox", "error": f"cannot confine the verifier: {describe(exc)}"}
             else:
-                result = {"ok": True, "value": run_verifier(job, proxies, _compiled(job, out))}
-    except MemoryError:
-        result = {"ok": False, "fault": "sandbox",
-                  "error": f"verifier exceeded its memory limit ({job['memory_mb']} MiB)"}
-    except Refused as exc:
-        result = {"ok": False, "fault": "verifier", "error": f"refused: {exc}"}
-    except BaseException as exc:  # whatever the verifier raises, SystemExit included, is a result
-        result = {"ok": False, "fault": _fault(exc), "error": _describe(exc)}
-    try:
-        # The frame encoder's own rules (orjson): what passes here reaches the runtime as it is. A whole
-        # frame lets the server reply as soon as it has arrived, without waiting for this process to end.
-        data = encode(result)
-    except (TypeError, ValueError, RecursionError, orjson.JSONEncodeError) as exc:
-        data = encode({"ok": False, "fault": "verifier",
-                       "error": f"verifier returned a value that is not JSON ({unencodable(exc)})"})
-    except MemoryError:
-        body = b'{"ok": false, "fault": "sandbox", "error": "verifier result exceeded the memory limit"}'
-        data = HEADER.pack(len(body)) + body
+                result = outcome(lambda: run_verifier(job, proxies, _compiled(job, out)), job["memory_mb"])
+    except BaseException as exc:  # before the verifier's code: shedding, the access check
+        result = {"ok": False, "fault": "sandbox", "error": describe(exc)}
+    # A whole frame lets the server reply as soon as it has arrived, without waiting for this process to end.
+    data = result_frame(result)
     save_coverage()  # only in a measured test run: the server kills this process once its reply has arrived
     try:
         write_all(out, data)
@@ -158,47 +114,16 @@ def _compiled(job: dict[str, Any], out: int) -> CodeType:
     return code
 
 
-def _signal_name(number: int) -> str:
-    try:
-        return signal.Signals(number).name
-    except ValueError:
-        return f"signal {number}"
-
-
-def unencodable(exc: BaseException) -> str:
-    """Why orjson refused a value, in words: a lone surrogate, an integer past 64 bits, nesting too deep."""
-    return f"{type(exc).__name__}: {exc}"[:200].replace("\n", " ")
-
-
-def child_reply(child: _Child, status: int) -> dict[str, Any]:
-    """What a finished child's job comes to: its own result, or why there is none."""
-    if child.killed:
-        return {"ok": False, "error": child.killed}
-    if child.buf:
-        try:
-            reply = orjson.loads(child.buf)
-        except orjson.JSONDecodeError as exc:
-            return {"ok": False, "error": f"verifier process wrote an unreadable result ({unencodable(exc)})"}
-        if not isinstance(reply, dict) or not isinstance(reply.get("ok"), bool):
-            return {"ok": False, "error": "verifier process wrote a result that is not a reply object"}
-        return reply
-    if os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGXCPU:
-        return {"ok": False, "error": f"verifier exceeded its CPU limit ({child.cpu_s}s)"}
-    if os.WIFSIGNALED(status):
-        return {"ok": False, "error": f"verifier process was killed by {_signal_name(os.WTERMSIG(status))}"}
-    return {"ok": False, "error": f"verifier process exited with status {os.waitstatus_to_exitcode(status)} "
-                                  "without a result"}
-
-
-def reply_frame(child: _Child, status: int, elapsed_ms: float) -> bytes:
-    """The frame for a finished job. Whatever the child wrote, this is a frame the runtime can read: a result
-    that cannot be encoded (or anything else going wrong with it) is that job's failure, never the server's."""
-    tail = {"id": child.job_id, "elapsed_ms": elapsed_ms}
-    try:
-        return encode({**child_reply(child, status), **tail})
-    except Exception as exc:
-        return encode({"ok": False, "fault": "verifier", **tail,
-                       "error": f"verifier returned a value that is not JSON ({unencodable(exc)})"})
+def _request(payload: bytes) -> dict[str, Any]:
+    """A request frame's job. One that starts with `BLOBS_MARK` carries its DBs' bytes after its JSON:
+    MARK, the JSON's size (a header), the JSON (with `blob_paths` and `blob_sizes`), then each DB's bytes."""
+    if payload[:1] != BLOBS_MARK:
+        job: dict[str, Any] = decode(payload)
+        return job
+    (size,) = HEADER.unpack_from(payload, 1)
+    job = decode(payload[1 + HEADER.size:1 + HEADER.size + size])
+    job["blobs"] = payload  # forwarded to the kept worker as it is: the worker reads the DBs out of it
+    return job
 
 
 class Server:
@@ -213,6 +138,8 @@ class Server:
         self.children: dict[int, _Child] = {}
         self.exiting: dict[int, int] = {}  # pidfd -> pid of a child killed after its reply, not yet reaped
         self.compiled: OrderedDict[str, bytes] = OrderedDict()  # verifier source -> its marshalled code
+        self.warm = WarmPool(self.sel, self.proxies, parent, unsafe, self._reap_later,
+                             lambda data: write_all(self.out_fd, data))
 
     def _read_requests(self) -> bool:
         data = os.read(self.in_fd, 1 << 20)
@@ -225,7 +152,7 @@ class Server:
                 return False
             if len(self.inbuf) < HEADER.size + size:
                 break
-            job = decode(bytes(self.inbuf[HEADER.size:HEADER.size + size]))
+            job = _request(bytes(self.inbuf[HEADER.size:HEADER.size + size]))
             del self.inbuf[:HEADER.size + size]
             if job.get("op") == "cancel":
                 self._cancel(int(job["id"]))
@@ -239,6 +166,7 @@ class Server:
         for fd, child in list(self.children.items()):
             if child.job_id == job_id:
                 self._kill(fd, "verifier cancelled")
+        self.warm.cancel(job_id)
 
     def _spawn(self, job: dict[str, Any]) -> None:
         source: str | None = job["code"] if isinstance(job.get("code"), str) else None
@@ -331,9 +259,15 @@ class Server:
             for fd, child in list(self.children.items()):
                 if child.deadline <= now:
                     self._kill(fd, f"verifier timed out after {child.timeout_s:g}s")
-            while self.jobs and len(self.children) < self.max_children:
-                self._spawn(self.jobs.popleft())
-            wait = min((c.deadline for c in self.children.values()), default=None)
+            while self.jobs and len(self.children) + len(self.warm.busy) < self.max_children:
+                job = self.jobs.popleft()
+                if "blobs" in job:
+                    self.warm.start(job, job.pop("blobs"))
+                else:
+                    self._spawn(job)
+            warm = self.warm.check(time.monotonic())
+            deadlines = [c.deadline for c in self.children.values()] + ([] if warm is None else [warm])
+            wait = min(deadlines, default=None)
             for key, _ in self.sel.select(None if wait is None else max(0.0, wait - time.monotonic())):
                 if key.fd == self.in_fd:
                     if not self._read_requests():
@@ -342,10 +276,13 @@ class Server:
                     self._on_child_output(key.fd)
                 elif key.fd in self.exiting:
                     self._reap(key.fd)
+                elif self.warm.owns(key.fd):
+                    self.warm.on_ready(key.fd)
 
     def stop(self) -> None:
         for fd in list(self.children):
             self._kill(fd, "verifier server stopped")
+        self.warm.stop()
         for pidfd in list(self.exiting):
             self._reap(pidfd)
 
@@ -362,6 +299,8 @@ def main() -> None:
         enter_namespaces()  # once, single-threaded: every job inherits no network and its own user namespace
         prepare_confinement()
     in_fd, out_fd = protocol_fds()
+    widen_pipe(in_fd)  # a job with its DBs' bytes arrives in one read
+    keep_heap()  # and lands in pages already mapped (kept workers inherit it)
     import _strptime  # noqa: F401  datetime.strptime imports it lazily; the child may not be able to
 
     server = Server(in_fd, out_fd, max_children=args.max_children, parent=args.parent, unsafe=args.unsafe)

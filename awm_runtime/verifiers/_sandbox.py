@@ -3,6 +3,10 @@
 `Sandbox.run` sends a job and awaits its reply; replies are matched by id, so verifications
 run in parallel (up to the server's child limit). If the server dies, the verifications in
 flight fail with a clear error and the next one starts a new server.
+
+Two ways a job runs there (docs/worlds.md, "Verifier isolation"): by default each in a fresh fork that
+confines itself to read exactly its two DB files; with `reuse=True`, a job given its DBs' bytes (`data`)
+runs in a kept, confined worker for its verifier's code (`_warm`), which reads no file at all.
 """
 
 from __future__ import annotations
@@ -16,9 +20,19 @@ import time
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from awm_runtime.isolation import FrameError, encode, kill_process, mark_private, read_frame, scrubbed_env, stop_process
+from awm_runtime.isolation import (
+    HEADER,
+    FrameError,
+    encode,
+    kill_process,
+    mark_private,
+    read_frame,
+    scrubbed_env,
+    stop_process,
+)
 
 START_TIMEOUT_S = 60.0
+REUSE_MAX_BYTES = 32 << 20  # DBs larger than this together go to a fork, which reads them from their files
 GRACE_S = 10.0  # the server enforces the timeout; the runtime waits this much longer before giving up on it
 
 
@@ -42,11 +56,13 @@ class Sandbox:
     """A pre-forked verifier server (see `_fork_server`)."""
 
     def __init__(self, *, max_parallel: int = 0, memory_mb: int = 512,
-                 module: str = "awm_runtime.verifiers._fork_server", unsafe: bool = False) -> None:
+                 module: str = "awm_runtime.verifiers._fork_server", unsafe: bool = False,
+                 reuse: bool = False) -> None:
         self.max_parallel = max_parallel or 4 * (os.cpu_count() or 2)
         self.memory_mb = memory_mb
         self.module = module
         self.unsafe = unsafe
+        self.reuse = reuse
         self._proc: asyncio.subprocess.Process | None = None
         self._reader: asyncio.Task[None] | None = None
         self._pending: dict[int, asyncio.Future[dict[str, Any]]] = {}
@@ -64,7 +80,7 @@ class Sandbox:
                 return self._proc
             mark_private()  # before any verifier code runs: our memory and environment are unreadable to it
             proc = await asyncio.create_subprocess_exec(
-                sys.executable, "-I", "-m", self.module, "--parent", str(os.getpid()),
+                sys.executable, "-I", "-c", _bootstrap(self.module), "--parent", str(os.getpid()),
                 "--max-children", str(self.max_parallel), *(["--unsafe"] if self.unsafe else []),
                 stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
                 env=scrubbed_env(), start_new_session=True)
@@ -100,11 +116,13 @@ class Sandbox:
             self._pending.clear()
 
     async def run(self, code: str, function: str, kwargs: dict[str, Any], *, timeout_s: float = 20.0,
-                  cpu_s: float | None = None, readable: tuple[str, ...] = ()) -> SandboxResult:
+                  cpu_s: float | None = None, readable: tuple[str, ...] = (),
+                  data: dict[str, bytes] | None = None) -> SandboxResult:
         """Run `function` from `code` with the keyword arguments it accepts among `kwargs`.
 
         `readable` are files the verifier must be able to read (checked, with a clear error, before it runs);
-        with the `*_db_path` arguments they are all it can read.
+        with the `*_db_path` arguments they are all it can read. `data`: with `reuse`, the bytes of each DB
+        by the path the verifier is given; the job then runs in a kept worker, which reads no file.
         """
         started = time.perf_counter()
         try:
@@ -122,10 +140,12 @@ class Sandbox:
         job = {"id": job_id, "code": code, "function": function, "kwargs": kwargs, "timeout_s": timeout_s,
                "cpu_s": max(1, int(cpu_s if cpu_s is not None else timeout_s + 1)), "memory_mb": self.memory_mb,
                "readable": list(dict.fromkeys([*readable, *dbs]))}
+        parts = _with_blobs(job, data) if self.reuse and data is not None else [encode(job)]
         assert proc.stdin is not None
         try:
             async with self._write_lock:
-                proc.stdin.write(encode(job))
+                for part in parts:  # each its own write: the DBs' bytes are not copied into one frame first
+                    proc.stdin.write(part)
                 await proc.stdin.drain()
             reply = await asyncio.wait_for(asyncio.shield(future), rounds * timeout_s + GRACE_S)
         except (ConnectionError, TimeoutError) as exc:
@@ -145,6 +165,18 @@ class Sandbox:
                                  fault if fault in ("raised", "verifier") else "sandbox")
         return SandboxResult(reply.get("value"), None, elapsed)
 
+    def served_by(self) -> list[int]:
+        """The pids of the server and of its processes now alive (forks, kept workers): whose CPU a verification
+        spends. Empty without a server."""
+        pid = self.pid
+        if pid is None:
+            return []
+        try:
+            with open(f"/proc/{pid}/task/{pid}/children", encoding="ascii") as fh:
+                return [pid, *map(int, fh.read().split())]
+        except OSError:
+            return [pid]
+
     async def aclose(self) -> None:
         proc, self._proc = self._proc, None
         if proc is not None:
@@ -157,3 +189,20 @@ class Sandbox:
         if proc is not None:
             kill_process(proc, release=True)
 
+
+
+def _bootstrap(module: str) -> str:
+    """`python -I -c` code that runs `module` from this process's own copy of the package (-I ignores
+    PYTHONPATH, and an editable install's finder may map the package elsewhere)."""
+    import awm_runtime
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(awm_runtime.__file__)))
+    return (f"import sys, runpy; sys.path.insert(0, {root!r}); "
+            f"runpy.run_module({module!r}, run_name='__main__', alter_sys=True)")
+
+
+def _with_blobs(job: dict[str, Any], data: dict[str, bytes]) -> list[bytes]:
+    """The request frame of a job whose DBs come as bytes (the server's `_request` reads it), in parts."""
+    body = encode({**job, "blob_paths": list(data), "blob_sizes": [len(v) for v in data.values()]})[HEADER.size:]
+    size = 1 + HEADER.size + len(body) + sum(len(v) for v in data.values())
+    return [HEADER.pack(size) + b"B" + HEADER.pack(len(body)) + body, *data.values()]

@@ -18,13 +18,14 @@ import contextlib
 import os
 import shutil
 import tempfile
+from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
 from awm_runtime._log import get_logger
 from awm_runtime._types import Message, Verdict, VerdictResult
-from awm_runtime.verifiers import Judge, Sandbox, SandboxResult, find_function_name, parse_criteria
+from awm_runtime.verifiers import REUSE_MAX_BYTES, Judge, Sandbox, SandboxResult, find_function_name, parse_criteria
 from awm_runtime.worlds._format import VERIFIER_FILES, Dataset, LoadProblem, VerifierDef
 from awm_runtime.worlds._templates import INLINE_COPY_BYTES
 
@@ -98,6 +99,13 @@ def _snapshot(db: Path, folder: Path) -> Path:
     return Path(name)
 
 
+KEPT_INITIAL = 8  # initial DBs (pristine templates) whose bytes a Verifier keeps for kept verifier workers
+
+
+def _status(st: os.stat_result) -> tuple[int, ...]:
+    return st.st_ino, st.st_dev, st.st_size, st.st_mtime_ns, st.st_ctime_ns
+
+
 class Verifier:
     """Runs a task's verifier in the sandbox and turns what it returns into a Verdict.
 
@@ -113,6 +121,24 @@ class Verifier:
         self.judge = judge
         self.problems = problems if problems is not None else []
         self._unusable: dict[tuple[str, int, str], str | None] = {}
+        self._initial: OrderedDict[str, tuple[tuple[int, ...], bytes]] = OrderedDict()  # path -> (status, bytes)
+
+    def _db_bytes(self, initial_db: Path, final_db: Path) -> dict[str, bytes] | None:
+        """Both DBs' bytes by their paths, for a kept verifier worker; None when they are larger together than
+        `REUSE_MAX_BYTES` (a fork then reads them from their files). Read on the loop: they are small (see
+        INLINE_COPY_BYTES), and a read is what the snapshot it replaces costs. The initial DB is a template,
+        the same for every episode of a scenario: its bytes are read again only when its status moved."""
+        initial, final = os.stat(initial_db), os.stat(final_db)
+        if initial.st_size + final.st_size > min(REUSE_MAX_BYTES, 2 * INLINE_COPY_BYTES):
+            return None
+        key, status = str(initial_db), _status(initial)
+        kept = self._initial.get(key)
+        if kept is None or kept[0] != status:
+            kept = self._initial[key] = (status, initial_db.read_bytes())
+            while len(self._initial) > KEPT_INITIAL:
+                self._initial.popitem(last=False)
+        self._initial.move_to_end(key)
+        return {key: kept[1], str(final_db): final_db.read_bytes()}
 
     def definition(self, scenario_id: str, task_idx: int, mode: VerifierMode | None = None) -> VerifierDef | None:
         """The task's verifier in `mode`, read from its row now (None: it has none)."""
@@ -144,6 +170,10 @@ class Verifier:
                        final_answer: str) -> SandboxResult:
         """Run the verifier function: what it returned, or why it did not."""
         function = find_function_name(verifier.code, DEFAULT_FUNCTION[verifier.mode])
+        kwargs = {"initial_db_path": str(initial_db), "final_db_path": str(final_db), "final_answer": final_answer}
+        data = self._db_bytes(initial_db, final_db) if self.sandbox.reuse else None
+        if data is not None:  # a kept worker: it reads no file, so the DBs go as bytes (no snapshot, no chmod)
+            return await self.sandbox.run(verifier.code, function, kwargs, timeout_s=self.timeout_s, data=data)
         if str(final_db).startswith("/proc/"):  # no other process can follow this process's descriptors
             if os.stat(final_db).st_size <= INLINE_COPY_BYTES:  # a thread hop costs more than a small copy
                 snapshot = _snapshot(final_db, initial_db.parent)
@@ -153,7 +183,6 @@ class Verifier:
                 return await self.evidence(verifier, initial_db, snapshot, final_answer)
             finally:
                 snapshot.unlink(missing_ok=True)
-        kwargs = {"initial_db_path": str(initial_db), "final_db_path": str(final_db), "final_answer": final_answer}
         with read_only(final_db):
             return await self.sandbox.run(verifier.code, function, kwargs, timeout_s=self.timeout_s,
                                           readable=(str(initial_db), str(final_db)))

@@ -64,6 +64,8 @@ class WorldOptions:
     world_memory_mb: int = 1024  # each world worker's address space
     validate_arguments: bool = True  # as mcp's server does before a fastapi-mcp tool runs
     unsafe_no_sandbox: bool = False  # run dataset code unconfined (rlimits only): --unsafe-no-sandbox
+    # Verify in kept, confined workers, one per verifier code, given the DBs' bytes (docs/worlds.md): --verifier-reuse
+    verifier_reuse: bool = False
     keep_idle_scenarios: int = 8  # built scenarios kept ready after their last episode; older ones are evicted
     # All of a scenario's files together (its build, imports, episode DBs), in MiB. None: sized for its template
     # and the episodes of it in flight (`AwmWorld.plan_in_flight`, else `in_flight`), at least 256 MiB.
@@ -145,7 +147,7 @@ class AwmWorld:
                                                 memory_mb=o.world_memory_mb, validate_arguments=o.validate_arguments,
                                                 unsafe=o.unsafe_no_sandbox,
                                                 disk_mib=o.world_disk_mib or AUTO_FLOOR_MIB))
-        self.sandbox = Sandbox(memory_mb=o.verifier_memory_mb, unsafe=o.unsafe_no_sandbox)
+        self.sandbox = Sandbox(memory_mb=o.verifier_memory_mb, unsafe=o.unsafe_no_sandbox, reuse=o.verifier_reuse)
         self.problems: list[LoadProblem] = list(dataset.problems)
         self.verifier = Verifier(self.sandbox, dataset, mode=o.verifier, timeout_s=o.verifier_timeout_s, judge=judge,
                                  problems=self.problems)

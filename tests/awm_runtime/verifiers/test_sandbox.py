@@ -1,4 +1,7 @@
-"""The verifier sandbox: a pre-forked server, one confined child per job; escapes and breaches are refused."""
+"""The verifier sandbox: a pre-forked server, one confined child per job; escapes and breaches are refused.
+
+Every test that takes the `sandbox` fixture runs twice: a fork per job, and kept workers (`reuse=True`, the
+DBs sent as bytes), which must refuse the same escapes with the same words."""
 
 from __future__ import annotations
 
@@ -8,7 +11,7 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
@@ -25,11 +28,23 @@ def db() -> Iterator[Path]:
         yield path
 
 
+@pytest.fixture(params=["fork", "kept"])
+async def sandbox(request: pytest.FixtureRequest) -> AsyncIterator[Sandbox]:
+    box = Sandbox(memory_mb=256, reuse=request.param == "kept")
+    yield box
+    await box.aclose()
+
+
+def _bytes_of(db: Path) -> dict[str, bytes]:
+    return {str(db): db.read_bytes()}
+
+
 async def run(box: Sandbox, body: str, db: Path, *, timeout_s: float = 10.0, cpu_s: float | None = None) -> tuple:
     code = "def verify_x(final_db_path, initial_db_path=None, final_answer=''):\n" + "".join(
         f"    {line}\n" for line in body.splitlines())
     result = await box.run(code, "verify_x", {"final_db_path": str(db), "initial_db_path": str(db),
-                                              "final_answer": ""}, timeout_s=timeout_s, cpu_s=cpu_s)
+                                              "final_answer": ""}, timeout_s=timeout_s, cpu_s=cpu_s,
+                           data=_bytes_of(db))  # used by kept workers only
     return result.value, result.error
 
 

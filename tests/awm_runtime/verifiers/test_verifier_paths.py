@@ -17,6 +17,7 @@ import awm_runtime.verifiers as verifiers
 from awm_runtime.isolation import HEADER, MAX_FRAME, encode, read_frame_fd
 from awm_runtime.verifiers import Sandbox, find_function_name
 from awm_runtime.verifiers import _fork_server as fork_server
+from awm_runtime.verifiers import _outcome as outcome
 from awm_runtime.verifiers._fork_server import _Child, child_reply, reply_frame
 from awm_runtime.verifiers._restrict import module_proxies, restricted_builtins
 from tests.awm_runtime.verifiers.conftest import readonly_db
@@ -148,7 +149,7 @@ def test_how_a_child_that_wrote_nothing_ended_is_its_reply() -> None:
     assert child_reply(_child(), signal.SIGKILL)["error"] == "verifier process was killed by SIGKILL"
     assert child_reply(_child(), signal.SIGXCPU)["error"] == "verifier exceeded its CPU limit (2s)"
     assert child_reply(_child(), 3 << 8)["error"] == "verifier process exited with status 3 without a result"
-    assert fork_server._signal_name(99) == "signal 99"
+    assert outcome._signal_name(99) == "signal 99"
 
 
 def test_a_result_the_server_cannot_encode_again_is_that_jobs_failure() -> None:

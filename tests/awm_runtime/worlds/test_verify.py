@@ -99,3 +99,31 @@ async def test_sql_mode_asks_the_judge_and_counts_the_evidences_time(trap_dir: P
     assert (verdict.result, verdict.mode, verdict.error) == ("complete", "sql", None)
     assert verdict.elapsed_ms > 0
     assert '"items_after": 3' in request["messages"][-1]["content"]
+
+
+async def verdicts(trap_dir: Path, reuse: bool) -> list[tuple[str, str | None]]:
+    """Each trap task's verdict after one item is added, in a world that verifies in forks or in kept workers."""
+    world = load_worlds(trap_dir, options=WorldOptions(workers=1, verifier_reuse=reuse))
+    out = []
+    try:
+        for idx in (0, 1, 2, 5, 0):
+            task = next(t for t in world.tasks() if t.scenario == "trap" and t.task_idx == idx)
+            session = await world.open(task, episode_id=f"v{idx}")
+            try:
+                await session.call_tool(ToolCall(id="c1", name="add_item", arguments={"name": "apple"}))
+                verdict = await session.verify("", [])
+                out.append((verdict.result, verdict.error and verdict.error.split(": ", 2)[-1]))
+                assert (await session.verify("", [])).result == verdict.result  # a DB is verified as it is left
+            finally:
+                await session.close()
+    finally:
+        await world.aclose()
+    return out
+
+
+async def test_kept_verifier_workers_give_the_verdicts_a_fork_gives(trap_dir: Path) -> None:
+    """`verifier_reuse`: the DBs go as bytes (the final one read through the scenario's descriptor, no snapshot);
+    the verdicts, errors included, are the fork's. A verifier that writes its DB is refused in both."""
+    forked = await verdicts(trap_dir, reuse=False)
+    assert [r for r, _ in forked] == ["complete", "complete", "verifier_raised", "verifier_raised", "complete"]
+    assert await verdicts(trap_dir, reuse=True) == forked

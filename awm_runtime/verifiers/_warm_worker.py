@@ -1,0 +1,149 @@
+"""A kept verifier worker: one confined process that runs many verifications of one verifier's code.
+
+Forked by the verifier server (`_warm`) for a verifier code it has no idle worker for. Before it reads
+its first job it sheds every descriptor but its two pipes and confines itself for good
+(`isolation.confine`: no file of any episode readable, nothing writable, no process, no socket, its
+memory limit). It never opens an episode's DB: each job brings the bytes of its DBs (read by the
+runtime), and `sqlite3.connect(path)` in the verifier opens a private in-memory copy of the bytes
+named by `path`, read-only (`PRAGMA query_only`, which the verifier may not turn off), with ATTACH
+refused. Any other path opens nothing. Each job gets a fresh module namespace and fresh builtins,
+and its DB bytes are dropped when it ends.
+
+Jobs come from the server (trusted) as the runtime framed them (`_sandbox._with_blobs`); results go back as JSON frames
+(`_outcome.result_frame`), which the server reads as it reads a forked child's.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import sqlite3
+from types import CodeType
+from typing import Any, NoReturn
+
+import orjson
+
+from awm_runtime.isolation import (
+    HEADER,
+    Confinement,
+    Limits,
+    confine,
+    die_with_parent,
+    read_exact,
+    save_coverage,
+    write_all,
+)
+from awm_runtime.verifiers._outcome import describe, outcome, result_frame
+from awm_runtime.verifiers._restrict import ReadOnlyConnection, compile_verifier, run_verifier
+
+_DBS: dict[str, Any] = {}  # the running job's DB bytes, by the path the verifier is given
+
+
+def _deny(action: int, arg1: Any, *_args: Any) -> int:
+    if action in (sqlite3.SQLITE_ATTACH, sqlite3.SQLITE_DETACH):
+        return sqlite3.SQLITE_DENY
+    if action == sqlite3.SQLITE_PRAGMA and str(arg1).lower() == "query_only":
+        return sqlite3.SQLITE_DENY
+    return sqlite3.SQLITE_OK
+
+
+class BytesConnection(ReadOnlyConnection):
+    """`sqlite3.connect` in a kept worker: a job's DB path opens a private in-memory copy of its bytes,
+    read-only; `:memory:` stays private and writable; any other file opens nothing."""
+
+    def __init__(self, database: Any, *args: Any, uri: bool = False, **kwargs: Any) -> None:
+        target = os.fsdecode(database)
+        if uri and target.startswith("file:") and not target.startswith("file::memory:"):
+            from urllib.parse import unquote, urlsplit
+
+            target = unquote(urlsplit(target).path)
+        data = _DBS.get(target)
+        if data is None and target not in ("", ":memory:") and not target.startswith("file::memory:"):
+            raise sqlite3.OperationalError("unable to open database file")
+        super().__init__(":memory:", *args, **kwargs)
+        sqlite3.Connection.set_authorizer(self, None)
+        if data is not None:
+            self.deserialize(data)
+            self.execute("PRAGMA query_only = 1")
+        sqlite3.Connection.set_authorizer(self, _deny)
+
+
+def connect_bytes(database: Any, *args: Any, **kwargs: Any) -> sqlite3.Connection:
+    """What `sqlite3.connect` is in a kept worker."""
+    kwargs.pop("factory", None)
+    return BytesConnection(database, *args, **kwargs)
+
+
+def _read_job(fd: int) -> dict[str, Any] | None:
+    """The next job from the server, its DBs as views of the one buffer it came in; None at EOF."""
+    head = read_exact(fd, HEADER.size)
+    if head is None:
+        return None
+    (size,) = HEADER.unpack(head)
+    buf = bytearray(size)
+    view, got = memoryview(buf), 0
+    while got < size:
+        n = os.readv(fd, [view[got:]])
+        if not n:
+            return None
+        got += n
+    (json_size,) = HEADER.unpack_from(buf, 1)  # the runtime's frame: MARK, the JSON's size, the JSON, the DBs
+    at = 1 + HEADER.size + json_size
+    job: dict[str, Any] = orjson.loads(view[1 + HEADER.size:at])
+    dbs = {}
+    for path, length in zip(job.pop("blob_paths"), job.pop("blob_sizes"), strict=True):
+        dbs[str(path)] = view[at:at + int(length)]
+        at += int(length)
+    job["dbs"] = dbs
+    return job
+
+
+def serve(jobs: int, out: int, proxies: dict[str, Any], parent: int, unsafe: bool, memory_mb: int,
+          cpu_s: int) -> NoReturn:
+    """In the fork: confine once, then run each job the server sends, until its pipe closes."""
+    reason = ""
+    try:
+        keep = {jobs, out}
+        devnull = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(devnull, fd)
+        low = 3
+        for fd in sorted(keep):
+            os.closerange(low, fd)
+            low = fd + 1
+        os.closerange(low, 1 << 16)
+        die_with_parent(parent)
+        confine(Confinement(Limits(memory_mb=memory_mb, cpu_s=cpu_s, open_files=32, processes=0)), unsafe=unsafe)
+    except BaseException as exc:  # the boundary failed: never run the code unconfined
+        reason = f"cannot confine the verifier: {describe(exc)}"
+    proxies["sqlite3"].connect = connect_bytes
+    proxies["sqlite3"].Connection = BytesConnection
+    compiled: CodeType | None = None
+    gc.collect()
+    gc.freeze()
+    while True:
+        job = _read_job(jobs)
+        if job is None:
+            break
+        if reason:
+            write_all(out, result_frame({"ok": False, "fault": "sandbox", "error": reason}))
+            break
+        _DBS.clear()
+        _DBS.update(job.pop("dbs"))
+
+        def run(job: dict[str, Any] = job) -> Any:
+            nonlocal compiled
+            if compiled is None:
+                compiled = compile_verifier(job["code"])
+            return run_verifier(job, proxies, compiled)
+
+        result = outcome(run, memory_mb)
+        _DBS.clear()
+        data = result_frame(result)
+        del result, job
+        save_coverage()
+        write_all(out, data)
+    os._exit(0)
+
+
+__all__ = ["BytesConnection", "connect_bytes", "serve"]
