@@ -72,15 +72,39 @@ def entry_point(name: str) -> Callable[[list[str]], int]:
     return importlib.import_module(f"awm_runtime.cli._{name}").main  # type: ignore[no-any-return]
 
 
-def run_cli(main: Callable[[list[str]], int] | str, *args: str, env: dict[str, str] | None = None) -> Result:
-    """Call `main(list(args))` as its console script would run, capturing its output; see the module docstring."""
+def run_cli(main: Callable[[list[str]], int] | str, *args: str, env: dict[str, str] | None = None,
+            timeout: float | None = None) -> Result:
+    """Call `main(list(args))` as its console script would run, capturing its output; see the module docstring.
+
+    `timeout` stands in for subprocess.run's: a call still running after it cannot be killed alone, so the test
+    process dumps every thread's stack to its stderr and exits (pytest-xdist reports the worker and the test as
+    crashed), rather than hang the suite."""
     if isinstance(main, str):
         main = entry_point(main)
-    with _fresh_process(env) as (out, err):
-        code = _call(main, [str(a) for a in args])
-        sys.stdout.flush()
-        sys.stderr.flush()
+    stderr = os.dup(2)  # the test process's own stderr, for the stacks of a call past its timeout
+    try:
+        with _fresh_process(env) as (out, err):
+            with _deadline(timeout, stderr):
+                code = _call(main, [str(a) for a in args])
+            sys.stdout.flush()
+            sys.stderr.flush()
+    finally:
+        os.close(stderr)
     return Result(code, out.getvalue(), err.getvalue(), tuple(args))
+
+
+@contextlib.contextmanager
+def _deadline(timeout: float | None, stderr: int) -> Iterator[None]:
+    if timeout is None:
+        yield
+        return
+    import faulthandler
+
+    faulthandler.dump_traceback_later(timeout, exit=True, file=stderr)
+    try:
+        yield
+    finally:
+        faulthandler.cancel_dump_traceback_later()
 
 
 def _call(main: Callable[[list[str]], int], argv: list[str]) -> int:

@@ -23,9 +23,8 @@ GROUPS = ("--policy", "sim/novice", "--group-size", "4", "--expert-ratio", "adap
 def awm_command(name: str, *args: str, timeout: float = 600) -> Result:
     """One of our console commands (run, report, fork, export ...) called in this process, with its output
     captured and the process put back as it was (tests/e2e/_inproc.py): for tests whose subject is what the
-    command writes and prints. `timeout` is kept for the callers' sake."""
-    del timeout
-    return run_cli(name, *args)
+    command writes and prints. A command past `timeout` ends the test process, with every thread's stack."""
+    return run_cli(name, *args, timeout=timeout)
 
 
 def awm_subprocess(name: str, *args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:

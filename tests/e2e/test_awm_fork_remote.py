@@ -39,7 +39,7 @@ def without_rows(tmp_path: Path) -> Path:
 def fork(source: Path, out: Path, env: dict[str, str]) -> list[dict[str, Any]]:
     """`awm-fork SOURCE --at 2 --arm again:mode=continue`: each episode continued from its checkpoint after 2 turns."""
     proc = run_cli("fork", str(source), "--at", "2", "--arm", "again:mode=continue", "--out", str(out), "--quiet",
-                   env=env)  # in process (tests/e2e/_inproc.py): the subject is the continued episodes
+                   env=env, timeout=600)  # in process (tests/e2e/_inproc.py): the subject is the continued episodes
     assert proc.returncode == 0, proc.stderr[-3000:]
     return records(out)
 

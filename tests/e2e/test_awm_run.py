@@ -23,9 +23,8 @@ SOURCES = {"policy", "world", "expert", "nudge", "system"}
 
 def awm_run(*args: str, timeout: float = 600, env: dict[str, str] | None = None) -> Result:
     """awm-run called in this process (tests/e2e/_inproc.py): for tests whose subject is the run, not the process.
-    `timeout` is kept for the callers' sake; the suite's own limits bound a run in process."""
-    del timeout
-    return run_cli("run", *args, env=env)
+    A run past `timeout` ends the test process, with every thread's stack on its stderr."""
+    return run_cli("run", *args, env=env, timeout=timeout)
 
 
 def awm_run_subprocess(*args: str, timeout: float = 600,

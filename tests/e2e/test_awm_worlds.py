@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -16,8 +19,14 @@ from tests.e2e.test_awm_run import awm_run, records
 
 def awm_worlds(*args: str, env: dict[str, str] | None = None, timeout: float = 300) -> Result:
     """awm-worlds, in process (tests/e2e/_inproc.py): these tests are about its report, not its process."""
-    del timeout
-    return run_cli("worlds", *args, env=env)
+    return run_cli("worlds", *args, env=env, timeout=timeout)
+
+
+def awm_worlds_subprocess(*args: str, env: dict[str, str] | None = None,
+                          timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """awm-worlds in its own process: for settings read once per process (huggingface_hub's environment)."""
+    cmd = [sys.executable, "-c", "from awm_runtime.cli import worlds_main; raise SystemExit(worlds_main())", *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env={**os.environ, **(env or {})})
 
 
 @pytest.fixture(scope="module")

@@ -21,7 +21,7 @@ from tests.e2e.test_awm_run import awm_run, records
 
 def awm_export(*args: str) -> Result:
     """awm-export, in process (tests/e2e/_inproc.py): these tests are about the files it writes."""
-    return run_cli("export", *args)
+    return run_cli("export", *args, timeout=300)
 
 
 def events(out: Path) -> list[dict[str, Any]]:

@@ -24,7 +24,7 @@ ARMS = ("--arm", "native:policy=sim/novice", "--arm", "awm:policy=sim/novice-awm
 
 def awm_export(*args: str) -> Result:
     """awm-export, in process (tests/e2e/_inproc.py): these tests are about the files it writes."""
-    return run_cli("export", *args)
+    return run_cli("export", *args, timeout=300)
 
 
 def load(path: Path) -> datasets.Dataset:

@@ -117,3 +117,14 @@ def test_exit_codes_and_a_usage_error_come_back_as_a_subprocess_would_give_them(
     assert run_cli(lambda argv: 7).returncode == 7
     missing = run_cli("report", str(tmp_path / "nowhere"))
     assert missing.returncode == 2 and "awm-report: error:" in missing.stderr
+
+
+def test_a_call_past_its_timeout_ends_the_process_with_its_stacks(tmp_path: Path) -> None:
+    code = ("import time; from tests.e2e._inproc import run_cli\n"
+            "def hangs(argv):\n    time.sleep(600)\n"
+            "run_cli(hangs, timeout=2)\nprint('not reached')")
+    root = Path(__file__).resolve().parents[2]
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=root,
+                          env={**os.environ, "PYTHONPATH": str(root)})
+    assert proc.returncode != 0 and "not reached" not in proc.stdout
+    assert "Timeout" in proc.stderr and "in hangs" in proc.stderr, proc.stderr[-2000:]

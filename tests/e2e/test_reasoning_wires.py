@@ -168,7 +168,7 @@ def test_claude_with_thinking_survives_a_kill_9_and_resume_mid_episode_and_a_for
         resumed = awm_run("--out", str(out), "--resume", "--quiet", env={"AGENT_KEY": KEY})
         assert resumed.returncode == 0, resumed.stderr[-3000:]
         forked = run_cli("fork", str(out), "--at", "1", "--arm", "again:mode=continue", "--out", str(fork), "--quiet",
-                         env={"AGENT_KEY": KEY})  # in process (tests/e2e/_inproc.py)
+                         env={"AGENT_KEY": KEY}, timeout=600)  # in process (tests/e2e/_inproc.py)
         assert forked.returncode == 0, forked.stderr[-3000:]
     recs, fork_recs = records(out), records(fork)
     assert len(recs) == 4 and all(r["error"] is None and r["outcome"] == "complete" for r in recs)

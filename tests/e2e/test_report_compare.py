@@ -20,7 +20,7 @@ ARMS = ("--scenarios", "codeforge_devtools", "--tasks", "0-5", "--expert", "none
 
 def awm(name: str, *args: str) -> Result:
     """One of our commands, in process (tests/e2e/_inproc.py), its terminal 300 columns wide (no table cell wraps)."""
-    return run_cli(name, *args, env={"COLUMNS": "300"})
+    return run_cli(name, *args, env={"COLUMNS": "300"}, timeout=600)
 
 
 def run(out: Path, *args: str) -> Path:
