@@ -15,7 +15,8 @@ and of the tests around them:
   structlog and logging configuration, the SIGINT/SIGTERM (and SIGCHLD/SIGPIPE/SIGXFSZ) handlers, the dumpable
   flag `mark_private` clears, the open-file limit `raise_open_files` raises, warning filters, and the module
   registries of awm_runtime (endpoint limiters, local model servers, the model transport and call-process pool,
-  HTTP sessions, plug-ins registered in process, the once-per-process warnings and full-disk notes).
+  HTTP sessions, plug-ins registered in process, the keys the redactor knows, the once-per-process warnings and
+  full-disk notes).
 
 A command that leaves a local model server or a call-process pool running is a leak; `run_cli` stops what is
 left and raises, so it cannot pass unnoticed.
@@ -51,6 +52,7 @@ FRESH: tuple[tuple[str, str, Callable[[], Any]], ...] = (
     ("awm_runtime.models._http", "_sessions", dict),
     ("awm_runtime.models._reasoning", "_warned", set),
     ("awm_runtime.episode._checkpoint_store", "_full_roots", set),
+    ("awm_runtime.logs._redact", "_KNOWN", dict),
 )
 SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGCHLD", "SIGPIPE", "SIGXFSZ")
                 if hasattr(signal, name))
@@ -218,14 +220,22 @@ def _module_state() -> Iterator[None]:
     saved = []
     for module_name, attr, fresh in FRESH:
         module = importlib.import_module(module_name)
-        saved.append((module, attr, getattr(module, attr)))
-        setattr(module, attr, fresh())
+        value = getattr(module, attr)
+        if isinstance(value, dict | set):  # emptied in place: whoever imported the object keeps the live one
+            saved.append((module, attr, value, value.copy()))
+            value.clear()
+        else:
+            saved.append((module, attr, value, None))
+            setattr(module, attr, fresh())
     try:
         yield
     finally:
         left = _leftovers()
-        for module, attr, value in saved:
+        for module, attr, value, contents in saved:
             setattr(module, attr, value)
+            if contents is not None:
+                value.clear()
+                value.update(contents)
         if left:
             raise AssertionError(f"the command left {', '.join(left)} running")
 

@@ -37,8 +37,13 @@ def _state() -> dict[str, Any]:
             "structlog": (structlog.is_configured(), structlog.get_config()),
             "root": (logging.getLogger().level, list(logging.getLogger().handlers)),
             "dumpable": _dumpable(), "nofile": resource.getrlimit(resource.RLIMIT_NOFILE),
-            "modules": {(m, a): id(getattr(importlib.import_module(m), a)) for m, a, _ in FRESH},
+            "modules": {(m, a): _held(getattr(importlib.import_module(m), a)) for m, a, _ in FRESH},
             "streams": (sys.stdout, sys.stderr)}
+
+
+def _held(value: Any) -> Any:
+    """A registry as the object it is and what it holds, so that a swap or a change both show."""
+    return (id(value), value.copy() if isinstance(value, dict | set) else value)
 
 
 def _first_user_text(out: Path) -> str:
@@ -82,6 +87,9 @@ def test_a_command_that_raises_leaves_the_process_as_it_was(tmp_path: Path) -> N
         sys.argv = ["leaked"]
         signal.signal(signal.SIGTERM, lambda *_: None)
         _limits._limiters["leaked"] = object()  # type: ignore[index]
+        from awm_runtime.logs._redact import register_secrets
+
+        register_secrets(["leaked-key-0001"])
         _local._servers.clear()
         _reasoning._warned.add(("leaked", "alias"))
         structlog.contextvars.bind_contextvars(leaked=True)
