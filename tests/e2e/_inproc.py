@@ -1,7 +1,7 @@
 """Our console commands called in the test process, as a subprocess would see them (issue 50, "cheaper e2e").
 
 An e2e test whose subject is a run's files or output, not the process, saves a Python start-up, ~1.5 s of imports
-and a preflight per command by calling the same entry point (`awm_runtime.cli._run.main(argv)` ...) here. What a
+and a preflight per command by calling the same entry point (`awm_runtime.cli.run_main` ...) here. What a
 subprocess gives for free is rebuilt around the call, and undone after it, so runs stay independent of each other
 and of the tests around them:
 
@@ -70,8 +70,18 @@ class Result:
 
 
 def entry_point(name: str) -> Callable[[list[str]], int]:
-    """`main(argv)` of the command `name` ("run", "report", "fork", "export", "view", "worlds", "bench", "serve")."""
-    return importlib.import_module(f"awm_runtime.cli._{name}").main  # type: ignore[no-any-return]
+    """The console script of the command `name` ("run", "report", "fork", "export", "view", "worlds", "bench",
+    "serve"): `awm_runtime.cli.<name>_main`, the function pyproject's [project.scripts] names, called with
+    `sys.argv` set as the script would have it (run_cli puts sys.argv back afterwards)."""
+    import awm_runtime.cli
+
+    script = getattr(awm_runtime.cli, f"{name}_main")
+
+    def main(argv: list[str]) -> int:
+        sys.argv = [f"awm-{name}", *argv]
+        return int(script())
+
+    return main
 
 
 def run_cli(main: Callable[[list[str]], int] | str, *args: str, env: dict[str, str] | None = None,
