@@ -1,4 +1,5 @@
-"""Run directories made by real awm-run subprocesses, shared by the report and viewer tests of a session."""
+"""Run directories made by real awm-run runs (in process: tests/e2e/_inproc.py), shared by the report and viewer
+tests of a session; and the helpers that call our commands."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.e2e._inproc import Result, run_cli
+
 # Small on purpose: two scenarios x five tasks per arm, and two GRPO steps of two groups of four.
 TWO_ARM = ("--policy", "sim/novice", "--arm", "solo:expert=none", "--arm", "asked:expert=sim/oracle",
            "--scenarios", "codeforge_devtools,homehub_smart_home", "--tasks", "0-4")
@@ -17,7 +20,14 @@ GROUPS = ("--policy", "sim/novice", "--group-size", "4", "--expert-ratio", "adap
           "--scenarios", "codeforge_devtools", "--tasks", "0-1", "--repeats", "2")
 
 
-def awm_command(name: str, *args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+def awm_command(name: str, *args: str, timeout: float = 600) -> Result:
+    """One of our console commands (run, report, fork, export ...) called in this process, with its output
+    captured and the process put back as it was (tests/e2e/_inproc.py): for tests whose subject is what the
+    command writes and prints. A command past `timeout` ends the test process, with every thread's stack."""
+    return run_cli(name, *args, timeout=timeout)
+
+
+def awm_subprocess(name: str, *args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
     """Run one of our console commands (run, report, view ...) in a subprocess, as a user would."""
     code = f"from awm_runtime.cli import {name}_main; raise SystemExit({name}_main())"
     return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=timeout,
@@ -33,8 +43,8 @@ def _make_run(tmp_path_factory: pytest.TempPathFactory, name: str, args: tuple[s
 
 
 @pytest.fixture(scope="session")
-def awm() -> Callable[..., subprocess.CompletedProcess[str]]:
-    """`awm("report", RUN, "--html", FILE)`: one of our commands in a subprocess."""
+def awm() -> Callable[..., Result]:
+    """`awm("report", RUN, "--html", FILE)`: one of our commands, in process (see `awm_command`)."""
     return awm_command
 
 

@@ -1,4 +1,4 @@
-"""The real AgentWorldModel-1K extract and `--worlds awm-1k`, as a user runs them: subprocesses.
+"""The real AgentWorldModel-1K extract and `--worlds awm-1k`, as a user runs them: subprocesses (see below).
 
 `--worlds awm-1k` downloads from a loopback server that answers as the Hub's API and resolve endpoints
 do (awm_runtime.testing.FakeHub); every test process gets HF_ENDPOINT pointing at it, or at a closed
@@ -14,8 +14,12 @@ from typing import Any
 import pytest
 
 from awm_runtime.testing import FakeHub
-from tests.e2e.test_awm_run import awm_run, records
-from tests.e2e.test_awm_worlds import awm_worlds
+
+# Subprocesses, not tests/e2e/_inproc.py: huggingface_hub reads HF_HOME, HF_ENDPOINT and HF_HUB_OFFLINE when it is
+# first imported, so each setting needs a process of its own.
+from tests.e2e.test_awm_run import awm_run_subprocess as awm_run
+from tests.e2e.test_awm_run import records
+from tests.e2e.test_awm_worlds import awm_worlds_subprocess as awm_worlds
 
 SAMPLES = Path(__file__).parents[1] / "fixtures" / "awm1k_samples"
 REPO = "Snowflake/AgentWorldModel-1K"

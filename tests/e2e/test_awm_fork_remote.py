@@ -9,17 +9,15 @@ refused, and the record names the turn where the replay diverged.
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 from awm_runtime import load_checkpoint
 from awm_runtime.testing import FakeOpenAI
 from awm_runtime.worlds import BUILTIN_DATA
+from tests.e2e._inproc import run_cli
 from tests.e2e.test_awm_run import awm_run, records
 from tests.e2e.test_serve import BUILTIN, judge_from_trajectory, serving
 
@@ -40,10 +38,8 @@ def without_rows(tmp_path: Path) -> Path:
 
 def fork(source: Path, out: Path, env: dict[str, str]) -> list[dict[str, Any]]:
     """`awm-fork SOURCE --at 2 --arm again:mode=continue`: each episode continued from its checkpoint after 2 turns."""
-    code = "from awm_runtime.cli import fork_main; raise SystemExit(fork_main())"
-    proc = subprocess.run([sys.executable, "-c", code, str(source), "--at", "2", "--arm", "again:mode=continue",
-                           "--out", str(out), "--quiet"], capture_output=True, text=True, timeout=600,
-                          env={**os.environ, **env})
+    proc = run_cli("fork", str(source), "--at", "2", "--arm", "again:mode=continue", "--out", str(out), "--quiet",
+                   env=env, timeout=600)  # in process (tests/e2e/_inproc.py): the subject is the continued episodes
     assert proc.returncode == 0, proc.stderr[-3000:]
     return records(out)
 

@@ -1,4 +1,5 @@
-"""awm-run as a user runs it: a subprocess on the built-in worlds, checked against BRIEF §5."""
+"""awm-run as a user runs it on the built-in worlds, checked against BRIEF §5: the default run in its own process,
+the rest in process (tests/e2e/_inproc.py)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from typing import Any
 import pytest
 
 from awm_runtime.worlds import BUILTIN_DATA, load_dataset
+from tests.e2e._inproc import Result, run_cli
 
 RECORD_FIELDS = {"episode_id", "arm", "scenario", "task_idx", "repeat", "policy", "expert", "outcome", "verdict",
                  "reward", "reward_components", "turns", "tool_calls", "tool_errors", "format_errors",
@@ -19,7 +21,15 @@ RECORD_FIELDS = {"episode_id", "arm", "scenario", "task_idx", "repeat", "policy"
 SOURCES = {"policy", "world", "expert", "nudge", "system"}
 
 
-def awm_run(*args: str, timeout: float = 600, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def awm_run(*args: str, timeout: float = 600, env: dict[str, str] | None = None) -> Result:
+    """awm-run called in this process (tests/e2e/_inproc.py): for tests whose subject is the run, not the process.
+    A run past `timeout` ends the test process, with every thread's stack on its stderr."""
+    return run_cli("run", *args, env=env, timeout=timeout)
+
+
+def awm_run_subprocess(*args: str, timeout: float = 600,
+                       env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """awm-run in its own process: for tests whose subject is the process (exit codes of the real program ...)."""
     cmd = [sys.executable, "-c", "from awm_runtime.cli import run_main; raise SystemExit(run_main())", *args]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env={**os.environ, **(env or {})})
 
@@ -36,7 +46,7 @@ def builtin_tasks() -> int:
 @pytest.fixture(scope="module")
 def default_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.CompletedProcess[str], Path]:
     out = tmp_path_factory.mktemp("default") / "run"
-    return awm_run("--out", str(out), "--quiet"), out
+    return awm_run_subprocess("--out", str(out), "--quiet"), out  # the real program, exit code and streams
 
 
 def test_default_run_writes_one_record_per_builtin_task(default_run: Any, builtin_tasks: int) -> None:

@@ -1,4 +1,4 @@
-"""awm-worlds check and awm-run --exclude-trivial as a user runs them: subprocesses on a hostile dataset."""
+"""awm-worlds check and awm-run --exclude-trivial as a user runs them (in process) on a hostile dataset."""
 
 from __future__ import annotations
 
@@ -13,10 +13,18 @@ import pytest
 
 from awm_runtime.testing import FakeOpenAI, Reply
 from tests.awm_runtime.worlds.trap_data import write_trap_dataset
+from tests.e2e._inproc import Result, run_cli
 from tests.e2e.test_awm_run import awm_run, records
 
 
-def awm_worlds(*args: str, env: dict[str, str] | None = None, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+def awm_worlds(*args: str, env: dict[str, str] | None = None, timeout: float = 300) -> Result:
+    """awm-worlds, in process (tests/e2e/_inproc.py): these tests are about its report, not its process."""
+    return run_cli("worlds", *args, env=env, timeout=timeout)
+
+
+def awm_worlds_subprocess(*args: str, env: dict[str, str] | None = None,
+                          timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """awm-worlds in its own process: for settings read once per process (huggingface_hub's environment)."""
     cmd = [sys.executable, "-c", "from awm_runtime.cli import worlds_main; raise SystemExit(worlds_main())", *args]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env={**os.environ, **(env or {})})
 

@@ -15,12 +15,13 @@ import pytest
 
 from awm_runtime.models.sim import EXPERT_MARKER
 from awm_runtime.testing import FakeOpenAI, sim_responder, teach_builtin
+from tests.e2e._inproc import Result, run_cli
 from tests.e2e.test_awm_run import awm_run, records
 
 
-def awm_export(*args: str) -> subprocess.CompletedProcess[str]:
-    cmd = [sys.executable, "-c", "from awm_runtime.cli import export_main; raise SystemExit(export_main())", *args]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+def awm_export(*args: str) -> Result:
+    """awm-export, in process (tests/e2e/_inproc.py): these tests are about the files it writes."""
+    return run_cli("export", *args, timeout=300)
 
 
 def events(out: Path) -> list[dict[str, Any]]:

@@ -7,8 +7,6 @@ ever a target), tool schemas come with every protocol, and each ATIF trajectory 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -17,15 +15,16 @@ import pytest
 
 from awm_runtime.export import validate
 from awm_runtime.logs import read_tool_sets
+from tests.e2e._inproc import Result, run_cli
 from tests.e2e.test_awm_run import awm_run, records
 
 ARMS = ("--arm", "native:policy=sim/novice", "--arm", "awm:policy=sim/novice-awm",
         "--arm", "hermes:policy=sim/novice-hermes")
 
 
-def awm_export(*args: str) -> subprocess.CompletedProcess[str]:
-    cmd = [sys.executable, "-c", "from awm_runtime.cli import export_main; raise SystemExit(export_main())", *args]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+def awm_export(*args: str) -> Result:
+    """awm-export, in process (tests/e2e/_inproc.py): these tests are about the files it writes."""
+    return run_cli("export", *args, timeout=300)
 
 
 def load(path: Path) -> datasets.Dataset:

@@ -14,13 +14,14 @@ from typing import Any
 import pytest
 
 from awm_runtime._config import ARM_KEYS
+from tests.e2e.conftest import awm_subprocess
 
 ROOT = Path(__file__).resolve().parents[2]
 GROUPS = ("run", "models", "experts and nudges", "worlds", "A/B and stopping", "output", "scale")
 
 
-def test_awm_run_help_is_grouped_and_lists_the_arm_keys(awm: Callable[..., Any]) -> None:
-    proc = awm("run", "--help")
+def test_awm_run_help_is_grouped_and_lists_the_arm_keys() -> None:
+    proc = awm_subprocess("run", "--help")  # the program's own --help, in its own process
     assert proc.returncode == 0, proc.stderr
     headings = [line[:-1] for line in proc.stdout.splitlines() if line.endswith(":") and not line.startswith(" ")]
     assert [h for h in headings if h in GROUPS] == list(GROUPS)

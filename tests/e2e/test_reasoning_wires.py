@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from awm_runtime.testing import FakeAnthropic, FakeGemini, FakeOpenAI, Reply, sim_responder, teach_builtin
+from tests.e2e._inproc import run_cli
 from tests.e2e.test_awm_run import awm_run, records
 
 CLAUDE = "claude-sonnet-4-5-20250929"
@@ -166,9 +167,8 @@ def test_claude_with_thinking_survives_a_kill_9_and_resume_mid_episode_and_a_for
             proc.communicate()
         resumed = awm_run("--out", str(out), "--resume", "--quiet", env={"AGENT_KEY": KEY})
         assert resumed.returncode == 0, resumed.stderr[-3000:]
-        forked = subprocess.run([sys.executable, "-c", "from awm_runtime.cli import fork_main; "
-                                 "raise SystemExit(fork_main())", str(out), "--at", "1", "--arm", "again:mode=continue",
-                                 "--out", str(fork), "--quiet"], capture_output=True, text=True, env=env, timeout=600)
+        forked = run_cli("fork", str(out), "--at", "1", "--arm", "again:mode=continue", "--out", str(fork), "--quiet",
+                         env={"AGENT_KEY": KEY}, timeout=600)  # in process (tests/e2e/_inproc.py)
         assert forked.returncode == 0, forked.stderr[-3000:]
     recs, fork_recs = records(out), records(fork)
     assert len(recs) == 4 and all(r["error"] is None and r["outcome"] == "complete" for r in recs)

@@ -4,9 +4,7 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -14,16 +12,15 @@ import pytest
 
 from awm_runtime.report._sections import fmt_signed, p_text
 from awm_runtime.report._stopping import NOT_VALID
+from tests.e2e._inproc import Result, run_cli
 from tests.e2e.test_report_html import Page
 
 ARMS = ("--scenarios", "codeforge_devtools", "--tasks", "0-5", "--expert", "none", "--preflight", "off", "--quiet")
 
 
-def awm(name: str, *args: str) -> subprocess.CompletedProcess[str]:
-    """One of our commands in a subprocess, its terminal 300 columns wide (no table cell wraps)."""
-    code = f"from awm_runtime.cli import {name}_main; raise SystemExit({name}_main())"
-    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=600,
-                          env={**os.environ, "COLUMNS": "300"})
+def awm(name: str, *args: str) -> Result:
+    """One of our commands, in process (tests/e2e/_inproc.py), its terminal 300 columns wide (no table cell wraps)."""
+    return run_cli(name, *args, env={"COLUMNS": "300"}, timeout=600)
 
 
 def run(out: Path, *args: str) -> Path:
