@@ -5,11 +5,13 @@ for the driver's beat, a record's way back, and an actor that is stopped and fin
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 from awm_runtime import Task
 from awm_runtime.scheduler import run
-from awm_runtime.scheduler._ray_actor import EpisodeActor, EventBuffer, parse_record, ray_overhead, tasks_digest
+from awm_runtime.scheduler._ray_actor import EpisodeActor, EventBuffer, parse_record, tasks_digest
 from tests.awm_runtime.scheduler.conftest import MemoryWorld, StepPolicy, prepared
 
 
@@ -51,5 +53,10 @@ async def test_an_actor_stopped_and_finished_before_any_episode_reports_nothing_
 
 
 def test_the_node_overhead_walks_the_process_tree_under_the_parent() -> None:
-    overhead = ray_overhead()
+    # Walked from a grandchild, so the tree under its parent is that parent and itself: this process's parent is
+    # pytest-xdist's controller, whose tree holds the other workers' Ray clusters (their limits actors included).
+    probe = "import json; from awm_runtime.scheduler._ray_actor import ray_overhead; print(json.dumps(ray_overhead()))"
+    parent = f"import subprocess, sys; sys.exit(subprocess.call([sys.executable, '-c', {probe!r}]))"
+    out = subprocess.run([sys.executable, "-c", parent], capture_output=True, text=True, timeout=120, check=True)
+    overhead = json.loads(out.stdout)
     assert overhead["rss_mib"] > 0 and overhead["cpu_s"] >= 0 and overhead["limits_cpu_s"] == 0
