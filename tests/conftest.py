@@ -52,7 +52,7 @@ _FIRST = ("tests/e2e/test_local_model.py", "tests/awm_runtime/models/test_tito_l
 # Workers per logical CPU under `-n logical` (pyproject's addopts). The suite's tests wait much of their time
 # (subprocesses, loopback servers' latency, Ray and llama-server start-ups), so one worker per CPU leaves the
 # cores idle about a third of the time; PYTEST_XDIST_AUTO_NUM_WORKERS=N still sets the count outright.
-WORKERS_PER_CPU = 2
+WORKERS_PER_CPU = 1.5
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -4,7 +4,8 @@ What it refuses before any scenario is loaded, how it ends, and a worker that ca
 from __future__ import annotations
 
 import os
-import resource
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,7 @@ import pytest
 
 from awm_runtime import WorldError
 from awm_runtime.isolation import encode, read_frame_fd, write_all
-from awm_runtime.worlds._descriptors import FD_MARGIN, blank_fds, descriptors_exhausted, open_fds
+from awm_runtime.worlds._descriptors import blank_fds, open_fds
 from awm_runtime.worlds._world_zygote import Zygote
 
 LIMITS = {"memory_mb": 1024, "cpu_s": 30, "file_mb": 64, "open_files": 256}
@@ -97,12 +98,17 @@ def test_descriptors_are_counted_without_proc_and_blanked_in_place(tmp_path: Pat
 
 
 def test_a_worker_near_its_descriptor_limit_says_how_near() -> None:
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    assert descriptors_exhausted() == ""
-    used = len(open_fds())
-    resource.setrlimit(resource.RLIMIT_NOFILE, (max(used + FD_MARGIN - 1, used), hard))
-    try:
-        limit = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
-        assert descriptors_exhausted() == f"{len(open_fds())} of {limit} open"
-    finally:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    # In a process of its own: this one's other threads (an earlier test's servers and transports, closed by the
+    # garbage collector) open and close descriptors at any moment, and a lowered limit would starve them.
+    probe = (
+        "import resource\n"
+        "from awm_runtime.worlds._descriptors import FD_MARGIN, descriptors_exhausted, open_fds\n"
+        "hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]\n"
+        "far = descriptors_exhausted()\n"
+        "resource.setrlimit(resource.RLIMIT_NOFILE, (len(open_fds()) + FD_MARGIN - 1, hard))\n"
+        "limit = resource.getrlimit(resource.RLIMIT_NOFILE)[0]\n"
+        "print(repr(far), '|', descriptors_exhausted(), '|', f'{len(open_fds())} of {limit} open')\n"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True)
+    far, near, expected = (part.strip() for part in out.stdout.split("|"))
+    assert far == "''" and near == expected and expected.endswith(" open")
