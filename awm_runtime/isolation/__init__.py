@@ -3,6 +3,7 @@
 from awm_runtime.isolation._children import (
     die_with_parent,
     kill_process,
+    process_cpu_s,
     protocol_fds,
     scrubbed_env,
     signal_process,
@@ -65,6 +66,7 @@ __all__ = [
     "narrow",
     "prepare",
     "probe",
+    "process_cpu_s",
     "protocol_fds",
     "read_exact",
     "read_frame",

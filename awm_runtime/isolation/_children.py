@@ -57,6 +57,19 @@ def signal_process(proc: asyncio.subprocess.Process, sig: int = signal.SIGKILL) 
             os.kill(proc.pid, sig)
 
 
+_TICK_S = os.sysconf("SC_CLK_TCK")
+
+
+def process_cpu_s(pid: int) -> float:
+    """CPU seconds (user + system) a live process has used, from /proc/PID/stat; 0.0 once it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            fields = fh.read().rsplit(b")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / _TICK_S
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
 def kill_process(proc: asyncio.subprocess.Process, *, release: bool = False) -> None:
     """SIGKILL; with `release`, also close the pipes now (a sync close may outlive the event loop)."""
     signal_process(proc)

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 
 from awm_runtime._errors import ConfigError
 from awm_runtime._log import get_logger
-from awm_runtime.isolation import kill_process, scrubbed_env, signal_process
+from awm_runtime.isolation import kill_process, process_cpu_s, scrubbed_env, signal_process
 from awm_runtime.models._local_exit import exit_cause
 
 if TYPE_CHECKING:
@@ -243,11 +243,7 @@ class LocalServer:
         """CPU seconds the server has used (user + system); after it stopped, what it had used by then."""
         if self._cpu_at_stop is not None or self.proc is None:
             return self._cpu_at_stop or 0.0
-        try:
-            fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
-            return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-        except (OSError, ValueError, IndexError):
-            return 0.0
+        return process_cpu_s(self.proc.pid)
 
     async def stop(self, grace_s: float = 5.0) -> None:
         """SIGTERM, then SIGKILL after `grace_s`, from any event loop. The process handle belongs to the

@@ -13,11 +13,10 @@ import typing as _typing
 if _typing.TYPE_CHECKING:
     from awm_runtime.verifiers._judge import Criteria, Judge, classify_trajectory, parse_criteria, parse_judgement
     from awm_runtime.verifiers._restrict import ALLOWED_MODULES, find_function_name
-    from awm_runtime.verifiers._sandbox import REUSE_MAX_BYTES, Sandbox, SandboxResult
+    from awm_runtime.verifiers._sandbox import Sandbox, SandboxResult
 
 _HOME = {
     "ALLOWED_MODULES": "awm_runtime.verifiers._restrict",
-    "REUSE_MAX_BYTES": "awm_runtime.verifiers._sandbox",
     "Criteria": "awm_runtime.verifiers._judge",
     "Judge": "awm_runtime.verifiers._judge",
     "Sandbox": "awm_runtime.verifiers._sandbox",
@@ -30,7 +29,6 @@ _HOME = {
 
 __all__ = [
     "ALLOWED_MODULES",
-    "REUSE_MAX_BYTES",
     "Criteria",
     "Judge",
     "Sandbox",

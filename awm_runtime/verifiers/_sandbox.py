@@ -32,7 +32,6 @@ from awm_runtime.isolation import (
 )
 
 START_TIMEOUT_S = 60.0
-REUSE_MAX_BYTES = 32 << 20  # DBs larger than this together go to a fork, which reads them from their files
 GRACE_S = 10.0  # the server enforces the timeout; the runtime waits this much longer before giving up on it
 
 

@@ -25,24 +25,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from awm_runtime.isolation import HEADER
+from awm_runtime.isolation import HEADER, process_cpu_s
 from awm_runtime.verifiers._outcome import MAX_RESULT, _Child, reply_frame
 from awm_runtime.verifiers._warm_worker import serve
 
 MAX_IDLE = 16  # idle kept workers, over all codes
 MAX_JOBS = 1000  # jobs a worker serves before it retires
 CPU_POLL_S = 0.1
-_TICK_S = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-
-
-def cpu_of(pid: int) -> float:
-    """CPU seconds (user + system) of a live process, from /proc/PID/stat; 0 if it is gone."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            fields = fh.read().rsplit(b")", 1)[1].split()
-    except (OSError, IndexError):
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / _TICK_S
 
 
 def widen_pipe(fd: int) -> None:
@@ -121,7 +110,7 @@ class WarmPool:
         now = time.monotonic()
         timeout = float(job["timeout_s"])
         worker.job = _Child(worker.pid, int(job["id"]), now + timeout, now, timeout, int(job["cpu_s"]))
-        worker.cpu_at_start = cpu_of(worker.pid) if job["cpu_s"] < timeout else 0.0  # only the watchdog needs it
+        worker.cpu_at_start = process_cpu_s(worker.pid) if job["cpu_s"] < timeout else 0.0  # only the watchdog needs it
         self.busy[worker.out_fd] = worker
         worker.pending = [HEADER.pack(len(request)), memoryview(request)]
         self._write(worker)
@@ -224,7 +213,7 @@ class WarmPool:
                 continue
             at = job.deadline
             if job.cpu_s < job.timeout_s:  # else the timeout comes first: one thread spends no more CPU than time
-                if cpu_of(worker.pid) - worker.cpu_at_start > job.cpu_s:
+                if process_cpu_s(worker.pid) - worker.cpu_at_start > job.cpu_s:
                     self._end(worker, f"verifier exceeded its CPU limit ({job.cpu_s}s)")
                     continue
                 at = min(at, now + CPU_POLL_S)

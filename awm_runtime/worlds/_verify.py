@@ -25,7 +25,7 @@ from typing import Any, Literal
 
 from awm_runtime._log import get_logger
 from awm_runtime._types import Message, Verdict, VerdictResult
-from awm_runtime.verifiers import REUSE_MAX_BYTES, Judge, Sandbox, SandboxResult, find_function_name, parse_criteria
+from awm_runtime.verifiers import Judge, Sandbox, SandboxResult, find_function_name, parse_criteria
 from awm_runtime.worlds._format import VERIFIER_FILES, Dataset, LoadProblem, VerifierDef
 from awm_runtime.worlds._templates import INLINE_COPY_BYTES
 
@@ -100,6 +100,9 @@ def _snapshot(db: Path, folder: Path) -> Path:
 
 
 KEPT_INITIAL = 8  # initial DBs (pristine templates) whose bytes a Verifier keeps for kept verifier workers
+# Both DBs larger than this together go to a fork, which reads them from their files: a kept worker's bytes are
+# read on the event loop, which is cheaper than a hop to a thread only for small files (INLINE_COPY_BYTES each).
+REUSE_MAX_BYTES = 2 * INLINE_COPY_BYTES
 
 
 def _status(st: os.stat_result) -> tuple[int, ...]:
@@ -129,7 +132,7 @@ class Verifier:
         INLINE_COPY_BYTES), and a read is what the snapshot it replaces costs. The initial DB is a template,
         the same for every episode of a scenario: its bytes are read again only when its status moved."""
         initial, final = os.stat(initial_db), os.stat(final_db)
-        if initial.st_size + final.st_size > min(REUSE_MAX_BYTES, 2 * INLINE_COPY_BYTES):
+        if initial.st_size + final.st_size > REUSE_MAX_BYTES:
             return None
         key, status = str(initial_db), _status(initial)
         kept = self._initial.get(key)
