@@ -121,9 +121,14 @@ async def execute(prep: PreparedRun, *, on_start: Callable[[int, int], None] | N
     background = [asyncio.create_task(lag.run()), asyncio.create_task(_heartbeat(events, progress, lag))]
     outcome: dict[str, Any] = {}
 
-    handed: set[EpisodeKey] = set()  # keys of the units planned so far (groups plan as they go)
+    # Keys of the units planned so far, for groups only (they plan as they go); other runs' keys are the plan's,
+    # enumerated again if some go missing: a set of every key would grow with the run (issue 49, ~170 B an episode).
+    handed: set[EpisodeKey] = set()
 
     def remember(units: Iterator[Unit]) -> Iterator[Unit]:
+        if prep.planner is None:
+            yield from units
+            return
         for u in units:
             handed.update(u.keys)
             yield u
