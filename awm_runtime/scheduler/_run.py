@@ -84,7 +84,8 @@ async def execute(prep: PreparedRun, *, on_start: Callable[[int, int], None] | N
         watch = PairWatch(arms, launch.stopping, control, max_episodes=config.max_episodes, max_usd=config.max_usd)
         progress.stats = WatchedStats(arms, watch)
     elif not progress.stats.episodes:
-        progress.stats = RunStats(arms)  # tables and differences in --arm order
+        # tables and differences in --arm order; a plain run of one arm pairs nothing (forks and groups plan arms)
+        progress.stats = RunStats(arms, pairs=len(arms) > 1 or prep.planner is not None)
     done: set[EpisodeKey] = set()
     recorded: set[str] = set()
     if launch.previous is not None:  # a resumed run: what its sessions recorded, and the episodes left in flight
