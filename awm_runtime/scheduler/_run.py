@@ -123,7 +123,7 @@ async def execute(prep: PreparedRun, *, on_start: Callable[[int, int], None] | N
     outcome: dict[str, Any] = {}
 
     # Keys of the units planned so far, for groups only (they plan as they go); other runs' keys are the plan's,
-    # enumerated again if some go missing: a set of every key would grow with the run (issue 49, ~170 B an episode).
+    # enumerated again if some go missing: a set of every key would grow with the run (issue 49).
     handed: set[EpisodeKey] = set()
 
     def remember(units: Iterator[Unit]) -> Iterator[Unit]:
