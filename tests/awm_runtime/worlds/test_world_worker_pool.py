@@ -240,11 +240,18 @@ async def test_a_world_worker_s_descriptors_and_threads_come_back_after_bursts_o
         (worker,) = world.pool.workers["trap"]
         assert worker.pid is not None
         before = await _settled(worker.pid)
-        peak = before
+        seen: list[tuple[int, int]] = []
+
+        async def watch() -> None:
+            while True:
+                seen.append(_fds_and_threads(worker.pid))
+                await asyncio.sleep(0.05)
+
+        watcher = asyncio.create_task(watch())
         for round_ in range(3):
-            await episodes(16, f"r{round_}.", 0.2)
-            peak = max(peak, _fds_and_threads(worker.pid))
-        assert peak[1] > before[1] + 2, "the bursts ran on the threads already there: nothing was tested"
+            await episodes(16, f"r{round_}.", 0.3)
+        watcher.cancel()
+        assert max(t for _, t in seen) > before[1] + 2, "the bursts ran on the threads already there: nothing tested"
         after = await _settled(worker.pid, want=before)
         assert after == before, f"(descriptors, threads): {before} after the first episodes, {after} after 48 more"
         assert world.pool.workers["trap"] == [worker] and world.pool.replaced == 0
