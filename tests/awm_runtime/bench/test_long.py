@@ -37,6 +37,10 @@ def test_a_window_without_a_sample_takes_the_nearest_and_none_is_unknown() -> No
     r = report(args, 100, 97, {}, [], 1.0, (0.0, 0.0, 0.0), Path("."))
     assert r["lost"] == 3 and r["met"] == {"flat": False, "none_lost": False}
     assert "unknown" in r["table"][1][1]  # no value where none is known
+    # 100 episodes, 4 in flight: the second tenth is inside the warm-up (4 episodes a slot), and the table says so
+    assert r["warm_window_in_warm_up"] is True and "inside the warm-up" in r["table"][-3][2]
+    later = report(args, 1000, 1000, {}, [], 1.0, (0.0, 0.0, 0.0), Path("."))
+    assert later["warm_window_in_warm_up"] is False and later["table"][-3][2] == ""
 
 
 def test_snapshots_sum_only_processes_that_outlive_a_pass(tmp_path: Path) -> None:
