@@ -69,6 +69,14 @@ def resident_mib(pid: int) -> float:
         return 0.0
 
 
+def thread_count(pid: int) -> int:
+    """Threads of a live process (/proc/PID/stat, a kernel count), 0 if the process is gone."""
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[17])
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
 KINDS = ((b"_world_worker", "world_worker"), (b"_fork_server", "verifier"), (b"_process_main", "shard"),
          (b"_call_procs", "call_proc"))
 
@@ -151,4 +159,4 @@ class ProcessSampler:
         return out
 
 
-__all__ = ["ProcessSampler", "cpu_seconds", "descendants", "kind_of", "resident_mib"]
+__all__ = ["ProcessSampler", "cpu_seconds", "descendants", "kind_of", "resident_mib", "thread_count"]

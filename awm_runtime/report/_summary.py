@@ -140,11 +140,15 @@ class RunStats:
     """Per-arm aggregates, fed with record dicts (live or read back from episodes.jsonl).
 
     `arm_order` is the run's `--arm` order: tables list the arms so, and paired differences are the
-    later arm minus the earlier one whatever order records arrive in."""
+    later arm minus the earlier one whatever order records arrive in. Without `pairs` (a live run of one arm,
+    whose scheduler records each key once) no pair cell is kept: they grew with the run, for comparisons a run of
+    one arm never makes (issue 49: with the scheduler's set of every key, 117 B an episode)."""
 
-    def __init__(self, arm_order: Sequence[str] = (), groups: dict[str, str] | None = None) -> None:
+    def __init__(self, arm_order: Sequence[str] = (), groups: dict[str, str] | None = None, *,
+                 pairs: bool = True) -> None:
         self.arms: dict[str, ArmStats] = {}
         self.order = list(arm_order)
+        self.pairs = pairs
         self.paired = PairedStats(arm_order, groups)
         self.forks = ForkStats()
         self.checkpoints = CheckpointStats()
@@ -152,8 +156,9 @@ class RunStats:
     def add(self, record: EpisodeRecord | dict[str, Any]) -> None:
         r = record if isinstance(record, dict) else summary_fields(record)
         self.arms.setdefault(r["arm"], ArmStats(r["arm"])).add(r)
-        self.paired.add(r["arm"], r["scenario"], int(r["task_idx"]), int(r["repeat"]), r["outcome"],
-                        float(r.get("reward", 0.0)), int(r.get("seed") or 0))
+        if self.pairs:
+            self.paired.add(r["arm"], r["scenario"], int(r["task_idx"]), int(r["repeat"]), r["outcome"],
+                            float(r.get("reward", 0.0)), int(r.get("seed") or 0))
         if r.get("fork"):
             self.forks.add(r)
         self.checkpoints.add(r)

@@ -84,7 +84,8 @@ async def execute(prep: PreparedRun, *, on_start: Callable[[int, int], None] | N
         watch = PairWatch(arms, launch.stopping, control, max_episodes=config.max_episodes, max_usd=config.max_usd)
         progress.stats = WatchedStats(arms, watch)
     elif not progress.stats.episodes:
-        progress.stats = RunStats(arms)  # tables and differences in --arm order
+        # tables and differences in --arm order; a plain run of one arm pairs nothing (forks and groups plan arms)
+        progress.stats = RunStats(arms, pairs=len(arms) > 1 or prep.planner is not None)
     done: set[EpisodeKey] = set()
     recorded: set[str] = set()
     if launch.previous is not None:  # a resumed run: what its sessions recorded, and the episodes left in flight
@@ -121,9 +122,14 @@ async def execute(prep: PreparedRun, *, on_start: Callable[[int, int], None] | N
     background = [asyncio.create_task(lag.run()), asyncio.create_task(_heartbeat(events, progress, lag))]
     outcome: dict[str, Any] = {}
 
-    handed: set[EpisodeKey] = set()  # keys of the units planned so far (groups plan as they go)
+    # Keys of the units planned so far, for groups only (they plan as they go); other runs' keys are the plan's,
+    # enumerated again if some go missing: a set of every key would grow with the run (issue 49).
+    handed: set[EpisodeKey] = set()
 
     def remember(units: Iterator[Unit]) -> Iterator[Unit]:
+        if prep.planner is None:
+            yield from units
+            return
         for u in units:
             handed.update(u.keys)
             yield u

@@ -16,6 +16,12 @@ Each idle call lets three more permits out, so a burst of hung calls all runs wi
 thread whose permit is no longer needed parks until one is. A watchdog thread reads
 the clocks every `WINDOW_S` while calls wait in the queue, and sleeps otherwise.
 
+A thread parked for `IDLE_EXIT_S` ends and closes its event loop (its epoll and self-pipe: three descriptors), so
+a worker's threads follow the calls that waited side by side in the last seconds, not the most that ever did
+(issue 49: on a loaded machine a call the kernel leaves unscheduled for a window looks idle, lets three
+permits out, and a worker kept every thread it ever started, up to `most`: its descriptors grew through a
+run). The thread that holds the last permit never ends, nor one whose loop still holds tasks scenario code left.
+
 Wall time alone cannot tell a sleeping call from one the kernel has not scheduled yet. A first gate that
 counted any call running past 50 ms as slow let 60-90% of a loaded worker's calls start beside another
 (up to 32 at once), and saved nothing. `WINDOW_S` is longer than the scheduler's period with a dozen
@@ -36,6 +42,7 @@ from typing import Any
 WINDOW_S = 0.04  # how often the watchdog reads the running calls' CPU clocks
 MIN_CPU_S = 0.0005  # less CPU than this in a window: the call waits (sleep, lock, I/O)
 HOG_S = 0.05  # more CPU than this in all: the call no longer holds back the ones behind it
+IDLE_EXIT_S = 10.0  # a thread parked this long ends (a new one costs ~0.2 ms of CPU: a thread and an event loop)
 
 
 @dataclass(slots=True)
@@ -53,15 +60,19 @@ class CallThreads:
     `handle` must not raise: it answers its job, an error included."""
 
     def __init__(self, handle: Callable[[Any, asyncio.AbstractEventLoop], None], most: int, *,
-                 window_s: float = WINDOW_S, min_cpu_s: float = MIN_CPU_S, hog_s: float = HOG_S) -> None:
+                 window_s: float = WINDOW_S, min_cpu_s: float = MIN_CPU_S, hog_s: float = HOG_S,
+                 idle_exit_s: float = IDLE_EXIT_S) -> None:
         self.most, self.window_s, self.min_cpu_s, self.hog_s = most, window_s, min_cpu_s, hog_s
+        self.idle_exit_s = idle_exit_s
         self._handle = handle
         self._jobs: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._wake = threading.Condition(self._lock)  # parked threads wait here for a permit
         self._queued = threading.Condition(self._lock)  # the watchdog waits here while no job is queued
         self._running: dict[int, _Call] = {}  # thread ident -> the call it runs
-        self.threads = 0  # started
+        self.threads = 0  # alive
+        self.started = 0  # ever started
+        self.ended = 0  # ended after `idle_exit_s` parked
         self._holders = 0  # threads holding a permit (running a call, or waiting for one in the queue)
         self._parked = 0
         self._granted = 0  # permits handed to parked threads and not yet picked up
@@ -82,8 +93,9 @@ class CallThreads:
     def _start(self) -> None:
         """A new thread, holding a permit (under the lock)."""
         self.threads += 1
+        self.started += 1
         self._holders += 1
-        threading.Thread(target=self._main, daemon=True, name=f"call-{self.threads}").start()
+        threading.Thread(target=self._main, daemon=True, name=f"call-{self.started}").start()
 
     def _allowed(self) -> int:
         """Permits to keep out now: one, and three more for each idle call (under the lock)."""
@@ -96,8 +108,8 @@ class CallThreads:
         clock = time.pthread_getcpuclockid(me)
         while True:
             with self._lock:
-                if self._holders > self._allowed():
-                    self._park()
+                if self._holders > self._allowed() and not self._park(may_end=not asyncio.all_tasks(loop)):
+                    break
                 spare = self._holders > 1  # this permit may stop being needed while it waits for a job
             try:
                 job = self._jobs.get(timeout=self.window_s) if spare else self._jobs.get()
@@ -114,16 +126,26 @@ class CallThreads:
             finally:
                 with self._lock:
                     del self._running[me]
+        loop.close()
 
-    def _park(self) -> None:
-        """Give the permit back and wait for one (under the lock)."""
+    def _park(self, may_end: bool) -> bool:
+        """Give the permit back and wait for one (under the lock). False when none came within `idle_exit_s`
+        and the thread `may_end`: it is no longer counted, and ends."""
         self._holders -= 1
         self._parked += 1
+        deadline = time.monotonic() + self.idle_exit_s
         while not self._granted:
-            self._wake.wait()
+            left = deadline - time.monotonic()
+            if left <= 0 and may_end:
+                self._parked -= 1
+                self.threads -= 1
+                self.ended += 1
+                return False
+            self._wake.wait(left if may_end and left > 0 else None)
         self._granted -= 1
         self._parked -= 1
         self._holders += 1
+        return True
 
     def _look(self) -> None:
         """Mark each call that has run a window since the last look busy or idle, from its thread's CPU clock

@@ -1,6 +1,7 @@
 """The world zygote and its world workers: scenario code runs here, one scenario per worker.
 
-`python -I -m awm_runtime.worlds._world_worker --parent PID --control FD` is the zygote. It
+`python -I -m awm_runtime.worlds._world_worker --parent PID --control FD` is the zygote (started with `-c` code
+that runs this module from the runtime's own copy of the package). It
 imports what generated FastAPI apps use, enters its namespaces (`isolation.enter_namespaces`),
 freezes the collector, then forks a world worker for each `spawn` on its control socket (a
 SOCK_SEQPACKET socket; the worker's pipes go back to the runtime with the reply). A fork costs
@@ -58,7 +59,7 @@ from awm_runtime.isolation import (
     yield_cpu,
 )
 from awm_runtime.isolation import prepare as prepare_confinement
-from awm_runtime.worlds._call_threads import CallThreads
+from awm_runtime.worlds._call_threads import IDLE_EXIT_S, CallThreads
 from awm_runtime.worlds._dbbuild import build_database
 from awm_runtime.worlds._descriptors import blank_fds, descriptors_exhausted, open_fds
 from awm_runtime.worlds._format import ScenarioSource, TableDef
@@ -88,7 +89,8 @@ def describe(exc: BaseException) -> str:
 class Worker:
     """One scenario's app, built or imported once, serving its episodes' tool calls one at a time."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, directory: Path, final: Confinement, unsafe: bool) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop, directory: Path, final: Confinement, unsafe: bool,
+                 idle_exit_s: float = IDLE_EXIT_S) -> None:
         self.loop = loop
         self.directory = directory
         self.episodes = str(directory / EPISODES)
@@ -97,7 +99,7 @@ class Worker:
         self.host: ScenarioHost | None = None
         self.out_fd = -1
         self.write_lock = threading.Lock()
-        self.calls = CallThreads(self._answer, CALL_THREADS)
+        self.calls = CallThreads(self._answer, CALL_THREADS, idle_exit_s=idle_exit_s)
 
     def _load(self, msg: dict[str, Any], import_db: str) -> dict[str, Any]:
         if self.host is not None:
@@ -235,7 +237,8 @@ def _worker_main(fds: tuple[int, int, int], spec: dict[str, Any], zygote: int, u
     threading.stack_size(THREAD_STACK)
     loop = asyncio.new_event_loop()  # its self-pipe socketpair is made now, before scenario code
     asyncio.set_event_loop(loop)
-    Worker(loop, directory, final, unsafe).serve(in_fd, out_fd)
+    idle_exit_s = float(spec.get("call_idle_exit_s", IDLE_EXIT_S))
+    Worker(loop, directory, final, unsafe, idle_exit_s).serve(in_fd, out_fd)
 
 
 def _in_worker(fds: tuple[int, int, int], theirs: tuple[int, int, int], spec: dict[str, Any], zygote: int,

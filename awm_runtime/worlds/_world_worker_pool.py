@@ -36,6 +36,7 @@ from typing import Any
 from awm_runtime._errors import WorldError
 from awm_runtime._log import get_logger
 from awm_runtime.isolation import MAX_FRAME, FrameError, encode, read_frame
+from awm_runtime.worlds._call_threads import IDLE_EXIT_S
 from awm_runtime.worlds._host import IDLE_CONNECTIONS, SPARE_FILES
 from awm_runtime.worlds._world_worker import CALL_THREADS, EPISODES
 from awm_runtime.worlds._world_zygote import Zygote, exit_text, reap_later
@@ -76,6 +77,7 @@ class PoolOptions:
     file_mb: int = 1024  # largest file (episode DB) a worker may write
     disk_mib: int = 256  # all of a scenario's files together (a tmpfs of this size on its directory)
     unsafe: bool = False  # --unsafe-no-sandbox: rlimits only
+    call_idle_exit_s: float = IDLE_EXIT_S  # a worker's call thread parked this long ends (`_call_threads`)
 
 
 class _Died(Exception):
@@ -129,7 +131,8 @@ class _WorldWorker:
         o = self.pool.options
         pid, (req_w, rep_r, err_r) = await self.pool.zygote.spawn({
             "dir": str(directory), "limits": {"memory_mb": o.memory_mb, "cpu_s": o.cpu_s, "file_mb": o.file_mb,
-                                              "open_files": min(OPEN_FILES, _hard_open_files())}})
+                                              "open_files": min(OPEN_FILES, _hard_open_files())},
+            "call_idle_exit_s": o.call_idle_exit_s})
         loop = asyncio.get_running_loop()
         reader = asyncio.StreamReader(limit=MAX_FRAME, loop=loop)
         await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(rep_r, "rb", 0))

@@ -30,6 +30,17 @@ def exit_text(status: int | None) -> str:
     return f"exit code {code}"
 
 
+def _bootstrap(module: str) -> str:
+    """`python -I -c` code that runs `module` from this process's own copy of the package: -I ignores PYTHONPATH,
+    and an editable install's finder maps the package to the install's folder, so `-I -m` ran the install's world
+    worker under a runtime imported from another checkout (the verifier server's `_bootstrap` does the same)."""
+    import awm_runtime
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(awm_runtime.__file__)))
+    return (f"import sys, runpy; sys.path.insert(0, {root!r}); "
+            f"runpy.run_module({module!r}, run_name='__main__', alter_sys=True)")
+
+
 class Zygote:
     """The runtime's handle on the zygote: start it, ask it for workers and for how they ended."""
 
@@ -56,7 +67,7 @@ class Zygote:
         join = ["--join", ",".join(map(str, self.namespaces))] if self.namespaces else []
         try:
             self.proc = await asyncio.create_subprocess_exec(
-                sys.executable, "-I", "-m", self.module, "--parent", str(os.getpid()),
+                sys.executable, "-I", "-c", _bootstrap(self.module), "--parent", str(os.getpid()),
                 "--control", str(theirs.fileno()), *(["--unsafe"] if self.unsafe else []), *join,
                 stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL,
                 stderr=asyncio.subprocess.DEVNULL, env=scrubbed_env(), start_new_session=True,

@@ -37,6 +37,10 @@ def test_a_window_without_a_sample_takes_the_nearest_and_none_is_unknown() -> No
     r = report(args, 100, 97, {}, [], 1.0, (0.0, 0.0, 0.0), Path("."))
     assert r["lost"] == 3 and r["met"] == {"flat": False, "none_lost": False}
     assert "unknown" in r["table"][1][1]  # no value where none is known
+    # 100 episodes, 4 in flight: the second tenth is inside the warm-up (4 episodes a slot), and the table says so
+    assert r["warm_window_in_warm_up"] is True and "inside the warm-up" in r["table"][-3][2]
+    later = report(args, 1000, 1000, {}, [], 1.0, (0.0, 0.0, 0.0), Path("."))
+    assert later["warm_window_in_warm_up"] is False and later["table"][-3][2] == ""
 
 
 def test_snapshots_sum_only_processes_that_outlive_a_pass(tmp_path: Path) -> None:
@@ -45,6 +49,7 @@ def test_snapshots_sum_only_processes_that_outlive_a_pass(tmp_path: Path) -> Non
     try:
         first = snaps.take()  # the first pass counts every process
         assert first["processes"] >= 2 and first["files_runtime"] > 0 and first["rss_runtime_mib"] > 0
+        assert first["threads_all"] >= 2  # this process's and `lasting`'s
         brief = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
         try:
             second = snaps.take()  # `brief` was not there the pass before
@@ -69,7 +74,11 @@ def test_a_short_long_run_records_every_episode_and_reports_warm_and_end(tmp_pat
     r = json.loads(proc.stdout)
     assert r["planned"] == r["recorded"] >= 60 and r["lost"] == 0 and r["met"]["none_lost"] is True
     assert r["recorded"] == count_records(tmp_path / "run" / "episodes.jsonl")
-    assert set(r["warm"]) == set(r["end"]) == {"rss_runtime_mib", "rss_all_mib", "files_runtime", "files_all"}
+    assert set(r["warm"]) == set(r["end"]) == {"rss_runtime_mib", "rss_all_mib", "files_runtime", "files_all",
+                                               "threads_all"}
+    assert r["end"]["threads_all"] >= 2  # the runtime's, a world worker's
+    assert "threads, summed" in proc.stderr and "not judged" in proc.stderr  # shown in the table
+    assert set(r["growth"]) == {"rss_runtime_mib", "rss_all_mib", "files_runtime", "files_all"}  # threads: not judged
     assert r["warm"]["files_runtime"] > 0 and r["end"]["rss_all_mib"] >= r["end"]["rss_runtime_mib"] > 0
     assert r["targets"] == {"growth": 0.05, "lost": 0} and r["progress"]
     assert all("runtime" in kinds for _, kinds in r["files_by_kind"])  # where descriptors are, by process kind

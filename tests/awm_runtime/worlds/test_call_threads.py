@@ -3,6 +3,7 @@ the calls behind them start."""
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import threading
 import time
@@ -150,3 +151,60 @@ def test_a_handler_that_raises_keeps_its_thread_and_permit(capsys: Any) -> None:
     log.wait(2)
     assert threads.threads == 1 and "after" in log.ends
     assert "SystemExit: scenario code exits" in capsys.readouterr().err
+
+
+def _until(check: Callable[[], bool], timeout_s: float = 30.0) -> bool:
+    end = time.monotonic() + timeout_s
+    while not check():
+        if time.monotonic() > end:
+            return False
+        time.sleep(0.02)
+    return True
+
+
+def test_threads_parked_past_their_idle_time_end_and_close_their_loops() -> None:
+    """Issue 49: a worker kept every call thread it ever started (each an event loop: an epoll and a self-pipe).
+    Threads parked for `idle_exit_s` end, closing their loops, down to the one holding the last permit; the next
+    burst starts threads again."""
+    log = _Log()
+    loops: set[Any] = set()
+
+    def handle(job: tuple[str, Callable[[], None]], loop: Any) -> None:
+        loops.add(loop)
+        log.handle(job, loop)
+
+    threads = CallThreads(handle, 32, window_s=0.02, idle_exit_s=0.3)
+    for round_ in range(2):
+        threads.submit((f"sleeper{round_}", lambda: time.sleep(0.5)))
+        time.sleep(0.05)
+        for i in range(6):
+            threads.submit((f"q{round_}.{i}", lambda: _burn(0.001)))
+        log.wait(7)
+        assert threads.started > 1 + round_
+        assert _until(lambda: threads.threads == 1), f"{threads.threads} threads still alive"
+        assert threads.ended == threads.started - 1
+        assert sum(not loop.is_closed() for loop in loops) <= 1  # the survivor's loop, if it ran a call
+    threads.submit(("after", lambda: _burn(0.001)))
+    log.wait(1)
+    assert threads.threads == 1
+
+
+def test_a_thread_whose_loop_still_holds_a_task_is_kept() -> None:
+    """Scenario code that leaves a task on its call thread's loop keeps that thread (closing the loop would
+    destroy the task)."""
+    log = _Log()
+
+    def handle(job: tuple[str, Callable[[], None]], loop: Any) -> None:
+        loop.create_task(asyncio.sleep(3600))  # left pending: the loop is not running between calls
+        log.handle(job, loop)
+
+    threads = CallThreads(handle, 32, window_s=0.02, idle_exit_s=0.1)
+    threads.submit(("sleeper", lambda: time.sleep(0.4)))
+    time.sleep(0.05)
+    for i in range(6):
+        threads.submit((f"q{i}", lambda: _burn(0.001)))
+    log.wait(7)
+    started = threads.started
+    assert started > 1
+    time.sleep(0.8)  # several idle times: threads that may end would have ended by now
+    assert threads.threads == started and threads.ended == 0

@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
+import os
+import time
+from pathlib import Path
 from typing import Any
 
 from awm_runtime import EpisodeSpec, ToolCall, run_episode
 from awm_runtime._build import build_shaper
 from awm_runtime.episode import EpisodeLimits, Harness
 from awm_runtime.worlds import WorldOptions, load_worlds
+from awm_runtime.worlds._host import SWEEP_S
 from awm_runtime.worlds._world_worker import CALL_THREADS
 from tests.awm_runtime.isolation.conftest import assert_below_the_runtime
 from tests.conftest import ScriptedPolicy
@@ -186,5 +191,69 @@ async def test_a_session_s_calls_record_their_worker_and_its_close_forgets_it(tr
         assert world.pool._homes[session.worker_db] is home
         await session.close()
         assert session.worker_db not in world.pool._homes
+    finally:
+        await world.aclose()
+
+
+def _fds_and_threads(pid: int) -> tuple[int, int]:
+    status = Path(f"/proc/{pid}/status").read_text()
+    threads = next(line for line in status.splitlines() if line.startswith("Threads:"))
+    return len(os.listdir(f"/proc/{pid}/fd")), int(threads.split()[1])
+
+
+async def _settled(pid: int, want: tuple[int, int] | None = None, timeout_s: float = 30.0) -> tuple[int, int]:
+    """The worker's (descriptors, threads) once unchanged for longer than its sweep of ended episodes'
+    connections (and equal to `want`, if given)."""
+    end = time.monotonic() + timeout_s
+    last, since = _fds_and_threads(pid), time.monotonic()
+    while True:
+        await asyncio.sleep(0.25)
+        now = _fds_and_threads(pid)
+        if now != last:
+            last, since = now, time.monotonic()
+        elif time.monotonic() - since > SWEEP_S + 0.5 and (want is None or now == want):
+            return now
+        if time.monotonic() > end:
+            return now
+
+
+async def test_a_world_worker_s_descriptors_and_threads_come_back_after_bursts_of_episodes(trap_dir: Any) -> None:
+    """Issue 49: through a run a world worker's descriptors grew (558 -> 665 over 2,040 episodes, 235 -> 508 on
+    another): each call thread it ever started kept its event loop (an epoll and a self-pipe). Rounds of
+    episodes, each a burst of calls that wait side by side and a DB write, leave the worker with the
+    descriptors and threads it had after the first few sequential episodes, once its idle threads end."""
+    world = load_worlds(trap_dir, options=WorldOptions(workers=1, tool_timeout_s=20))
+    world.pool.options = dataclasses.replace(world.pool.options, call_idle_exit_s=0.5)  # before its worker starts
+    try:
+        t = trap_task(world)
+
+        async def episodes(n: int, tag: str, seconds: float) -> None:
+            sessions = [await world.open(t, episode_id=f"{tag}{i}") for i in range(n)]
+            await asyncio.gather(*(s.call_tool(call("slow", {"seconds": seconds, "tag": f"{tag}{i}"}))
+                                   for i, s in enumerate(sessions)))
+            await asyncio.gather(*(s.call_tool(call("add_item", {"name": tag})) for s in sessions))
+            for s in sessions:
+                await s.close()
+
+        for i in range(3):
+            await episodes(1, f"first{i}", 0.0)
+        (worker,) = world.pool.workers["trap"]
+        assert worker.pid is not None
+        before = await _settled(worker.pid)
+        seen: list[tuple[int, int]] = []
+
+        async def watch() -> None:
+            while True:
+                seen.append(_fds_and_threads(worker.pid))
+                await asyncio.sleep(0.05)
+
+        watcher = asyncio.create_task(watch())
+        for round_ in range(3):
+            await episodes(16, f"r{round_}.", 0.3)
+        watcher.cancel()
+        assert max(t for _, t in seen) > before[1] + 2, "the bursts ran on the threads already there: nothing tested"
+        after = await _settled(worker.pid, want=before)
+        assert after == before, f"(descriptors, threads): {before} after the first episodes, {after} after 48 more"
+        assert world.pool.workers["trap"] == [worker] and world.pool.replaced == 0
     finally:
         await world.aclose()
