@@ -116,13 +116,15 @@ def _compiled(job: dict[str, Any], out: int) -> CodeType:
 
 def _request(payload: bytes) -> dict[str, Any]:
     """A request frame's job. One that starts with `BLOBS_MARK` carries its DBs' bytes after its JSON:
-    MARK, the JSON's size (a header), the JSON (with `blob_paths` and `blob_sizes`), then each DB's bytes."""
+    MARK, the JSON's size (a header), the JSON (with `blob_paths` and `blob_sizes`), then each DB's bytes,
+    which become `blobs`, a view of them (no copy)."""
     if payload[:1] != BLOBS_MARK:
         job: dict[str, Any] = decode(payload)
         return job
     (size,) = HEADER.unpack_from(payload, 1)
-    job = decode(payload[1 + HEADER.size:1 + HEADER.size + size])
-    job["blobs"] = payload  # forwarded to the kept worker as it is: the worker reads the DBs out of it
+    at = 1 + HEADER.size + size
+    job = decode(payload[1 + HEADER.size:at])
+    job["blobs"] = memoryview(payload)[at:]
     return job
 
 
@@ -138,8 +140,10 @@ class Server:
         self.children: dict[int, _Child] = {}
         self.exiting: dict[int, int] = {}  # pidfd -> pid of a child killed after its reply, not yet reaped
         self.compiled: OrderedDict[str, bytes] = OrderedDict()  # verifier source -> its marshalled code
+        # Templates' bytes by digest, as the runtime says (`keep`, `drop`): it decides what is held, within its bound.
+        self.templates: dict[str, memoryview] = {}
         self.warm = WarmPool(self.sel, self.proxies, parent, unsafe, self._reap_later,
-                             lambda data: write_all(self.out_fd, data))
+                             lambda data: write_all(self.out_fd, data), self.templates)
 
     def _read_requests(self) -> bool:
         data = os.read(self.in_fd, 1 << 20)
@@ -152,10 +156,16 @@ class Server:
                 return False
             if len(self.inbuf) < HEADER.size + size:
                 break
-            job = _request(bytes(self.inbuf[HEADER.size:HEADER.size + size]))
+            with memoryview(self.inbuf) as view:  # one copy out of the buffer
+                job = _request(bytes(view[HEADER.size:HEADER.size + size]))
             del self.inbuf[:HEADER.size + size]
-            if job.get("op") == "cancel":
+            op = job.get("op")
+            if op == "cancel":
                 self._cancel(int(job["id"]))
+            elif op == "keep":
+                self.templates[str(job["digest"])] = job["blobs"]
+            elif op == "drop":
+                self.templates.pop(str(job["digest"]), None)
             else:
                 self.jobs.append(job)
         return True
