@@ -51,7 +51,7 @@ from awm_runtime.verifiers._outcome import MAX_RESULT, _Child, describe, outcome
 from awm_runtime.verifiers._outcome import child_reply as child_reply
 from awm_runtime.verifiers._outcome import unencodable as unencodable
 from awm_runtime.verifiers._restrict import compile_verifier, module_proxies, run_verifier
-from awm_runtime.verifiers._warm import WarmPool, keep_heap, widen_pipe
+from awm_runtime.verifiers._warm import WarmPool, keep_heap, templates_of, widen_pipe
 
 CODE_MARK = b"C"  # a child's first frame holds its compiled code when it starts so; a result starts with "{"
 BLOBS_MARK = b"B"  # a request whose DBs come as bytes, for a kept worker (`_warm`)
@@ -143,7 +143,7 @@ class Server:
         # Templates' bytes by digest, as the runtime says (`keep`, `drop`): it decides what is held, within its bound.
         self.templates: dict[str, memoryview] = {}
         self.warm = WarmPool(self.sel, self.proxies, parent, unsafe, self._reap_later,
-                             lambda data: write_all(self.out_fd, data), self.templates)
+                             lambda data: write_all(self.out_fd, data))
 
     def _read_requests(self) -> bool:
         data = os.read(self.in_fd, 1 << 20)
@@ -167,6 +167,8 @@ class Server:
             elif op == "drop":
                 self.templates.pop(str(job["digest"]), None)
             else:
+                if "blobs" in job:  # its templates as they are now: a later `drop` must not reach it in the queue
+                    job["templates"] = {d: self.templates.get(d) for d in templates_of(job)}
                 self.jobs.append(job)
         return True
 
@@ -272,7 +274,7 @@ class Server:
             while self.jobs and len(self.children) + len(self.warm.busy) < self.max_children:
                 job = self.jobs.popleft()
                 if "blobs" in job:
-                    self.warm.start(job, job.pop("blobs"))
+                    self.warm.start(job, job.pop("blobs"), job.pop("templates"))
                 else:
                     self._spawn(job)
             warm = self.warm.check(time.monotonic())

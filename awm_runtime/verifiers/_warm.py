@@ -12,7 +12,7 @@ that was in it is affected. At most `MAX_IDLE` idle workers are kept (the least 
 first), and each retires after `MAX_JOBS` jobs.
 
 A job names its templates (a scenario's pristine initial DB, the same for each of its episodes) by digest
-(`kept`); the server holds their bytes (`templates`, as the runtime sent them once) and sends each worker a
+(`kept`); the server holds their bytes (as the runtime sent them once) and sends each worker a
 template's bytes only the first time one of its jobs needs it. What each worker holds is mirrored here
 (`Worker.kept`, least recently used first, within the job's `kept_max` bytes): each job's frame tells the
 worker which templates it now gets (`keep`) and which to let go (`forget`), so that the two never disagree.
@@ -82,11 +82,9 @@ class WarmPool:
     """The server's kept workers, by the verifier code they serve."""
 
     def __init__(self, sel: selectors.BaseSelector, proxies: dict[str, Any], parent: int, unsafe: bool,
-                 reap_later: Callable[[int], None], send: Callable[[bytes], None],
-                 templates: dict[str, memoryview] | None = None) -> None:
+                 reap_later: Callable[[int], None], send: Callable[[bytes], None]) -> None:
         self.sel, self.proxies, self.parent, self.unsafe = sel, proxies, parent, unsafe
         self.reap_later, self.send = reap_later, send
-        self.templates = templates if templates is not None else {}  # the server's: digest -> bytes
         self.idle: OrderedDict[int, Worker] = OrderedDict()  # out_fd -> idle worker, least recently used first
         self.busy: dict[int, Worker] = {}  # out_fd -> worker running a job
         self.writing: dict[int, Worker] = {}  # jobs_fd -> worker whose job is still being written
@@ -108,14 +106,15 @@ class WarmPool:
         self.sel.register(out_r, selectors.EVENT_READ)
         return Worker(pid, code, jobs_w, out_r)
 
-    def start(self, job: dict[str, Any], blobs: memoryview) -> None:
+    def start(self, job: dict[str, Any], blobs: memoryview, templates: dict[str, Any]) -> None:
         """Run `job` in an idle worker for its code, or in a new one. `blobs`: its own DBs' bytes as the runtime
-        sent them (`blob_sizes` each), forwarded as they are; its templates (`kept`: path -> digest) are sent
-        only to a worker that does not hold them yet."""
+        sent them (`blob_sizes` each), forwarded as they are; its templates (`templates`, by digest, taken from
+        the server's when the job arrived: a later `drop` does not reach a queued job) are sent only to a worker
+        that does not hold them yet."""
         kept: dict[str, str] = job.pop("kept", None) or {}
         kept_max = int(job.pop("kept_max", 0))
-        needed = [*kept.values(), *(str(delta[1]) for delta in job.get("deltas", ()))]
-        missing = [d for d in needed if d not in self.templates]
+        needed = templates_of(job, kept)
+        missing = [d for d in needed if templates.get(d) is None]
         if missing:  # the runtime keeps what the server holds in step with it: this is a bug, said as one
             self.send(encode({"ok": False, "id": int(job["id"]), "elapsed_ms": 0.0,
                               "error": f"the verifier server does not hold template {missing[0]}"}))
@@ -131,15 +130,17 @@ class WarmPool:
         worker.job = _Child(worker.pid, int(job["id"]), now + timeout, now, timeout, int(job["cpu_s"]))
         worker.cpu_at_start = process_cpu_s(worker.pid) if job["cpu_s"] < timeout else 0.0  # only the watchdog needs it
         self.busy[worker.out_fd] = worker
-        keep, forget, hits = self._mirror(worker, needed, kept_max)
+        keep, forget, hits = self._mirror(worker, needed, kept_max, templates)
         worker.job.kept = (hits, len(keep))
-        body = encode({**job, "kept": kept, "keep": [[d, len(self.templates[d])] for d in keep], "forget": forget})
+        body = encode({**job, "kept": kept, "keep": [[d, len(templates[d])] for d in keep], "forget": forget})
         body = body[HEADER.size:]
-        parts: list[Any] = [b"B" + HEADER.pack(len(body)) + body, *(self.templates[d] for d in keep), blobs]
+        parts: list[Any] = [b"B" + HEADER.pack(len(body)) + body, *(templates[d] for d in keep), blobs]
         worker.pending = [HEADER.pack(sum(len(part) for part in parts)), *parts]
         self._write(worker)
 
-    def _mirror(self, worker: Worker, digests: list[str], kept_max: int) -> tuple[list[str], list[str], int]:
+    @staticmethod
+    def _mirror(worker: Worker, digests: list[str], kept_max: int,
+                templates: dict[str, Any]) -> tuple[list[str], list[str], int]:
         """What `worker` must be sent for a job needing the templates `digests` (those it does not hold), what
         it must let go (least recently used first, until it holds at most `kept_max` bytes, never one this job
         needs), and how many it holds already; `worker.kept` becomes what it will hold."""
@@ -150,7 +151,7 @@ class WarmPool:
                 worker.kept.move_to_end(digest)
             else:
                 keep.append(digest)
-                worker.kept[digest] = len(self.templates[digest])
+                worker.kept[digest] = len(templates[digest])
         forget: list[str] = []
         held = sum(worker.kept.values())
         for digest in list(worker.kept):
@@ -283,6 +284,12 @@ class WarmPool:
         for worker in list(self.idle.values()):
             self._close(worker)
         self.idle.clear()
+
+
+def templates_of(job: dict[str, Any], kept: dict[str, str] | None = None) -> list[str]:
+    """The digests of the templates `job` needs: those it names (`kept`), and those its DBs are sent against."""
+    names = job.get("kept") if kept is None else kept
+    return [*(names or {}).values(), *(str(delta[1]) for delta in job.get("deltas", ()))]
 
 
 def _clean(body: bytes | bytearray) -> bool:

@@ -5,6 +5,7 @@ bounded cache drops the least recently used template, and a worker that replaces
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import sqlite3
 from collections.abc import AsyncIterator
@@ -189,3 +190,19 @@ async def test_a_new_server_is_sent_the_template_again(box: Sandbox, tmp_path: P
     assert box.kept_stats.to_server == 2
 
 
+
+
+async def test_a_queued_job_keeps_its_template_when_a_later_job_drops_it(tmp_path: Path) -> None:
+    """One job at a time: while the first runs, the second waits in the server's queue for template a, and the
+    third's frames drop a (the bound holds one template). The second still runs on a."""
+    a, b, c = (db_bytes(tmp_path, [row], pad=8) for row in (1, 2, 3))
+    sandbox = Sandbox(memory_mb=256, reuse=True, max_parallel=1, kept_bytes=len(a) + len(a) // 2)
+    slow = ROWS.replace("    return {", "    import time\n    time.sleep(0.5)\n    return {")
+    try:
+        first, second, third = await asyncio.gather(verify(sandbox, kept(c), c, slow, initial="/t/c.db"),
+                                                    verify(sandbox, kept(a), a, initial="/t/a.db"),
+                                                    verify(sandbox, kept(b), b, initial="/t/b.db"))
+        assert [r.value["initial"] if r.value else r.error for r in (first, second, third)] == [[3], [1], [2]]
+        assert sandbox.kept_stats.to_server == 3
+    finally:
+        await sandbox.aclose()
