@@ -13,12 +13,14 @@ import typing as _typing
 if _typing.TYPE_CHECKING:
     from awm_runtime.verifiers._judge import Criteria, Judge, classify_trajectory, parse_criteria, parse_judgement
     from awm_runtime.verifiers._restrict import ALLOWED_MODULES, find_function_name
-    from awm_runtime.verifiers._sandbox import Sandbox, SandboxResult
+    from awm_runtime.verifiers._sandbox import Kept, KeptStats, Sandbox, SandboxResult
 
 _HOME = {
     "ALLOWED_MODULES": "awm_runtime.verifiers._restrict",
     "Criteria": "awm_runtime.verifiers._judge",
     "Judge": "awm_runtime.verifiers._judge",
+    "Kept": "awm_runtime.verifiers._sandbox",
+    "KeptStats": "awm_runtime.verifiers._sandbox",
     "Sandbox": "awm_runtime.verifiers._sandbox",
     "SandboxResult": "awm_runtime.verifiers._sandbox",
     "classify_trajectory": "awm_runtime.verifiers._judge",
@@ -31,6 +33,8 @@ __all__ = [
     "ALLOWED_MODULES",
     "Criteria",
     "Judge",
+    "Kept",
+    "KeptStats",
     "Sandbox",
     "SandboxResult",
     "classify_trajectory",

@@ -51,7 +51,7 @@ from awm_runtime.verifiers._outcome import MAX_RESULT, _Child, describe, outcome
 from awm_runtime.verifiers._outcome import child_reply as child_reply
 from awm_runtime.verifiers._outcome import unencodable as unencodable
 from awm_runtime.verifiers._restrict import compile_verifier, module_proxies, run_verifier
-from awm_runtime.verifiers._warm import WarmPool, keep_heap, widen_pipe
+from awm_runtime.verifiers._warm import WarmPool, keep_heap, templates_of, widen_pipe
 
 CODE_MARK = b"C"  # a child's first frame holds its compiled code when it starts so; a result starts with "{"
 BLOBS_MARK = b"B"  # a request whose DBs come as bytes, for a kept worker (`_warm`)
@@ -116,13 +116,15 @@ def _compiled(job: dict[str, Any], out: int) -> CodeType:
 
 def _request(payload: bytes) -> dict[str, Any]:
     """A request frame's job. One that starts with `BLOBS_MARK` carries its DBs' bytes after its JSON:
-    MARK, the JSON's size (a header), the JSON (with `blob_paths` and `blob_sizes`), then each DB's bytes."""
+    MARK, the JSON's size (a header), the JSON (with `blob_paths` and `blob_sizes`), then each DB's bytes,
+    which become `blobs`, a view of them (no copy)."""
     if payload[:1] != BLOBS_MARK:
         job: dict[str, Any] = decode(payload)
         return job
     (size,) = HEADER.unpack_from(payload, 1)
-    job = decode(payload[1 + HEADER.size:1 + HEADER.size + size])
-    job["blobs"] = payload  # forwarded to the kept worker as it is: the worker reads the DBs out of it
+    at = 1 + HEADER.size + size
+    job = decode(payload[1 + HEADER.size:at])
+    job["blobs"] = memoryview(payload)[at:]
     return job
 
 
@@ -138,6 +140,8 @@ class Server:
         self.children: dict[int, _Child] = {}
         self.exiting: dict[int, int] = {}  # pidfd -> pid of a child killed after its reply, not yet reaped
         self.compiled: OrderedDict[str, bytes] = OrderedDict()  # verifier source -> its marshalled code
+        # Templates' bytes by digest, as the runtime says (`keep`, `drop`): it decides what is held, within its bound.
+        self.templates: dict[str, memoryview] = {}
         self.warm = WarmPool(self.sel, self.proxies, parent, unsafe, self._reap_later,
                              lambda data: write_all(self.out_fd, data))
 
@@ -152,11 +156,19 @@ class Server:
                 return False
             if len(self.inbuf) < HEADER.size + size:
                 break
-            job = _request(bytes(self.inbuf[HEADER.size:HEADER.size + size]))
+            with memoryview(self.inbuf) as view:  # one copy out of the buffer
+                job = _request(bytes(view[HEADER.size:HEADER.size + size]))
             del self.inbuf[:HEADER.size + size]
-            if job.get("op") == "cancel":
+            op = job.get("op")
+            if op == "cancel":
                 self._cancel(int(job["id"]))
+            elif op == "keep":
+                self.templates[str(job["digest"])] = job["blobs"]
+            elif op == "drop":
+                self.templates.pop(str(job["digest"]), None)
             else:
+                if "blobs" in job:  # its templates as they are now: a later `drop` must not reach it in the queue
+                    job["templates"] = {d: self.templates.get(d) for d in templates_of(job)}
                 self.jobs.append(job)
         return True
 
@@ -262,7 +274,7 @@ class Server:
             while self.jobs and len(self.children) + len(self.warm.busy) < self.max_children:
                 job = self.jobs.popleft()
                 if "blobs" in job:
-                    self.warm.start(job, job.pop("blobs"))
+                    self.warm.start(job, job.pop("blobs"), job.pop("templates"))
                 else:
                     self._spawn(job)
             warm = self.warm.check(time.monotonic())

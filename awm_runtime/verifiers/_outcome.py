@@ -83,6 +83,7 @@ class _Child:
     buf: bytearray = field(default_factory=bytearray)
     killed: str = ""
     code: str | None = None  # the source whose compiled form this child will send first, if it is asked to
+    kept: tuple[int, int] | None = None  # a kept worker's job: its templates already there, and sent with it
 
 
 def _signal_name(number: int) -> str:
@@ -115,7 +116,9 @@ def child_reply(child: _Child, status: int) -> dict[str, Any]:
 def reply_frame(child: _Child, status: int, elapsed_ms: float) -> bytes:
     """The frame for a finished job. Whatever the child wrote, this is a frame the runtime can read: a result
     that cannot be encoded (or anything else going wrong with it) is that job's failure, never the server's."""
-    tail = {"id": child.job_id, "elapsed_ms": elapsed_ms}
+    tail: dict[str, Any] = {"id": child.job_id, "elapsed_ms": elapsed_ms}
+    if child.kept is not None:
+        tail["kept"] = list(child.kept)
     try:
         return encode({**child_reply(child, status), **tail})
     except Exception as exc:

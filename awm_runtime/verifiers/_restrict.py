@@ -54,6 +54,7 @@ _FORMAT_HOOK = "__awm_format__"  # a dunder name: verifier code cannot name it, 
 _REMOVED_BUILTINS = ("open", "exec", "eval", "compile", "__import__", "input", "breakpoint", "help", "exit",
                      "quit", "globals", "locals", "vars", "memoryview", "getattr", "setattr", "delattr", "hasattr",
                      "super")
+_REMOVED = frozenset(_REMOVED_BUILTINS)  # the lookup each verification's fresh builtins make
 
 
 class Refused(Exception):
@@ -247,7 +248,7 @@ def restricted_builtins(proxies: dict[str, types.ModuleType]) -> dict[str, Any]:
         _guard(name)
         delattr(obj, name)
 
-    safe = {k: v for k, v in vars(builtins).items() if k not in _REMOVED_BUILTINS}
+    safe = {k: v for k, v in vars(builtins).items() if k not in _REMOVED}
     safe.update(__import__=_import, getattr=_getattr, hasattr=_hasattr, setattr=_setattr, delattr=_delattr)
     safe[_FORMAT_HOOK] = _format_attr
     return safe

@@ -17,6 +17,7 @@ import itertools
 import os
 import sys
 import time
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -30,8 +31,10 @@ from awm_runtime.isolation import (
     scrubbed_env,
     stop_process,
 )
+from awm_runtime.verifiers._delta import PAGE, changed_pages, page_bytes
 
 START_TIMEOUT_S = 60.0
+KEPT_BYTES = 32 << 20  # templates' bytes the server keeps, and each kept worker keeps (least recently used dropped)
 GRACE_S = 10.0  # the server enforces the timeout; the runtime waits this much longer before giving up on it
 
 
@@ -51,17 +54,41 @@ class SandboxResult:
     fault: Fault | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class Kept:
+    """A DB's bytes that many verifications share (a scenario's pristine template), named by their content hash
+    (`digest`, the caller's: equal digests must mean equal bytes). With `reuse`, they go to the verifier server
+    once and to each kept worker once, instead of with every job; each job still opens its own copy."""
+
+    digest: str
+    data: bytes
+
+
+@dataclass(slots=True)
+class KeptStats:
+    """How kept templates travelled: to the server (`to_server`), and per job in a kept worker, already there
+    (`worker_hits`) or sent with the job (`worker_sends`)."""
+
+    to_server: int = 0
+    worker_hits: int = 0
+    worker_sends: int = 0
+
+
 class Sandbox:
     """A pre-forked verifier server (see `_fork_server`)."""
 
     def __init__(self, *, max_parallel: int = 0, memory_mb: int = 512,
                  module: str = "awm_runtime.verifiers._fork_server", unsafe: bool = False,
-                 reuse: bool = False) -> None:
+                 reuse: bool = False, kept_bytes: int = KEPT_BYTES) -> None:
         self.max_parallel = max_parallel or 4 * (os.cpu_count() or 2)
         self.memory_mb = memory_mb
         self.module = module
         self.unsafe = unsafe
         self.reuse = reuse
+        self.kept_bytes = kept_bytes
+        self.kept_stats = KeptStats()
+        self._kept: OrderedDict[str, int] = OrderedDict()  # digest -> size of the templates the server holds
+        self._kept_by: asyncio.subprocess.Process | None = None  # the server that holds them
         self._proc: asyncio.subprocess.Process | None = None
         self._reader: asyncio.Task[None] | None = None
         self._pending: dict[int, asyncio.Future[dict[str, Any]]] = {}
@@ -116,12 +143,13 @@ class Sandbox:
 
     async def run(self, code: str, function: str, kwargs: dict[str, Any], *, timeout_s: float = 20.0,
                   cpu_s: float | None = None, readable: tuple[str, ...] = (),
-                  data: dict[str, bytes] | None = None) -> SandboxResult:
+                  data: dict[str, bytes | Kept] | None = None) -> SandboxResult:
         """Run `function` from `code` with the keyword arguments it accepts among `kwargs`.
 
         `readable` are files the verifier must be able to read (checked, with a clear error, before it runs);
         with the `*_db_path` arguments they are all it can read. `data`: with `reuse`, the bytes of each DB
-        by the path the verifier is given; the job then runs in a kept worker, which reads no file.
+        by the path the verifier is given (a `Kept` template travels once, by its digest); the job then runs in a
+        kept worker, which reads no file.
         """
         started = time.perf_counter()
         try:
@@ -139,10 +167,10 @@ class Sandbox:
         job = {"id": job_id, "code": code, "function": function, "kwargs": kwargs, "timeout_s": timeout_s,
                "cpu_s": max(1, int(cpu_s if cpu_s is not None else timeout_s + 1)), "memory_mb": self.memory_mb,
                "readable": list(dict.fromkeys([*readable, *dbs]))}
-        parts = _with_blobs(job, data) if self.reuse and data is not None else [encode(job)]
         assert proc.stdin is not None
         try:
-            async with self._write_lock:
+            async with self._write_lock:  # what the server holds is decided in the order frames reach it
+                parts = self._frames(proc, job, data) if self.reuse and data is not None else [encode(job)]
                 for part in parts:  # each its own write: the DBs' bytes are not copied into one frame first
                     proc.stdin.write(part)
                 await proc.stdin.drain()
@@ -158,11 +186,57 @@ class Sandbox:
                     proc.stdin.write(encode({"op": "cancel", "id": job_id}))
             raise
         elapsed = (time.perf_counter() - started) * 1000
+        kept = reply.pop("kept", None)
+        if isinstance(kept, list) and len(kept) == 2:
+            self.kept_stats.worker_hits += int(kept[0])
+            self.kept_stats.worker_sends += int(kept[1])
         if not reply.get("ok"):
             fault = reply.get("fault")  # absent: the server ended the child (timeout, limits, killed)
             return SandboxResult(None, str(reply.get("error") or "verifier failed"), elapsed,
                                  fault if fault in ("raised", "verifier") else "sandbox")
         return SandboxResult(reply.get("value"), None, elapsed)
+
+    def _frames(self, proc: asyncio.subprocess.Process, job: dict[str, Any],
+                data: dict[str, bytes | Kept]) -> list[Any]:
+        """The frames that send `job` with its DBs: first each `Kept` template the server does not hold yet (and
+        a `drop` for each one it must let go, least recently used first, to stay within `kept_bytes`), then the
+        job, which names its templates by digest (`kept`) and carries the other DBs either whole or, beside a
+        template, as the pages where they differ from it (`deltas`, `_delta`): what an episode changed."""
+        if self._kept_by is not proc:  # a new server holds nothing
+            self._kept.clear()
+            self._kept_by = proc
+        parts: list[Any] = []
+        whole: dict[str, bytes] = {}
+        kept: dict[str, str] = {}
+        base: Kept | None = None
+        for path, value in data.items():
+            if not isinstance(value, Kept) or len(value.data) > self.kept_bytes:
+                whole[path] = value.data if isinstance(value, Kept) else value
+                continue
+            kept[path], base = value.digest, value
+            if value.digest in self._kept:
+                self._kept.move_to_end(value.digest)
+                continue
+            parts += _with_blobs({"op": "keep", "digest": value.digest}, [""], [value.data])
+            self._kept[value.digest] = len(value.data)
+            self.kept_stats.to_server += 1
+        needed = set(kept.values())
+        while sum(self._kept.values()) > self.kept_bytes:
+            digest = next((d for d in self._kept if d not in needed), None)
+            if digest is None:
+                break
+            del self._kept[digest]
+            parts.append(encode({"op": "drop", "digest": digest}))
+        deltas: list[list[Any]] = []
+        pages: list[Any] = []
+        for path in [p for p, v in whole.items() if base is not None and len(v) > PAGE]:
+            assert base is not None
+            changed = changed_pages(base.data, whole[path])
+            if 2 * len(changed) * PAGE < len(whole[path]):  # else it goes whole
+                deltas.append([path, base.digest, len(whole.pop(path)), changed])
+                pages += page_bytes(data[path], changed)  # type: ignore[arg-type]
+        job = {**job, "kept": kept, "kept_max": self.kept_bytes, "deltas": deltas}
+        return [*parts, *_with_blobs(job, list(whole), [*whole.values(), *pages])]
 
     def served_by(self) -> list[int]:
         """The pids of the server and of its processes now alive (forks, kept workers): whose CPU a verification
@@ -200,8 +274,9 @@ def _bootstrap(module: str) -> str:
             f"runpy.run_module({module!r}, run_name='__main__', alter_sys=True)")
 
 
-def _with_blobs(job: dict[str, Any], data: dict[str, bytes]) -> list[bytes]:
-    """The request frame of a job whose DBs come as bytes (the server's `_request` reads it), in parts."""
-    body = encode({**job, "blob_paths": list(data), "blob_sizes": [len(v) for v in data.values()]})[HEADER.size:]
-    size = 1 + HEADER.size + len(body) + sum(len(v) for v in data.values())
-    return [HEADER.pack(size) + b"B" + HEADER.pack(len(body)) + body, *data.values()]
+def _with_blobs(job: dict[str, Any], paths: list[str], blobs: list[Any]) -> list[Any]:
+    """The request frame of a job whose DBs come as bytes (the server's `_request` reads it), in parts: the whole
+    DBs named by `paths` first (one blob each), then any other bytes the job's JSON accounts for."""
+    body = encode({**job, "blob_paths": paths, "blob_sizes": [len(v) for v in blobs[:len(paths)]]})[HEADER.size:]
+    size = 1 + HEADER.size + len(body) + sum(len(v) for v in blobs)
+    return [HEADER.pack(size) + b"B" + HEADER.pack(len(body)) + body, *blobs]

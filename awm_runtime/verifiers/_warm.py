@@ -10,6 +10,13 @@ A worker is kept only after a clean result (a value, or the verify function rais
 anything else (a refusal, a limit, a timeout, a kill, a result too large) it is killed, and only the job
 that was in it is affected. At most `MAX_IDLE` idle workers are kept (the least recently used closed
 first), and each retires after `MAX_JOBS` jobs.
+
+A job names its templates (a scenario's pristine initial DB, the same for each of its episodes) by digest
+(`kept`); the server holds their bytes (as the runtime sent them once) and sends each worker a
+template's bytes only the first time one of its jobs needs it. What each worker holds is mirrored here
+(`Worker.kept`, least recently used first, within the job's `kept_max` bytes): each job's frame tells the
+worker which templates it now gets (`keep`) and which to let go (`forget`), so that the two never disagree.
+A new worker (a first one, or one replacing a failed one) holds nothing and is sent what its job needs.
 """
 
 from __future__ import annotations
@@ -25,7 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from awm_runtime.isolation import HEADER, process_cpu_s
+from awm_runtime.isolation import HEADER, encode, process_cpu_s
 from awm_runtime.verifiers._outcome import MAX_RESULT, _Child, reply_frame
 from awm_runtime.verifiers._warm_worker import serve
 
@@ -68,6 +75,7 @@ class Worker:
     pending: list[Any] = field(default_factory=list)  # buffers of the job not written yet
     cpu_at_start: float = 0.0
     served: int = 0
+    kept: OrderedDict[str, int] = field(default_factory=OrderedDict)  # digest -> size of the templates it holds
 
 
 class WarmPool:
@@ -98,9 +106,19 @@ class WarmPool:
         self.sel.register(out_r, selectors.EVENT_READ)
         return Worker(pid, code, jobs_w, out_r)
 
-    def start(self, job: dict[str, Any], request: bytes) -> None:
-        """Run `job` in an idle worker for its code, or in a new one. `request`: its frame's payload from the
-        runtime (the job and its DBs' bytes), forwarded as it is."""
+    def start(self, job: dict[str, Any], blobs: memoryview, templates: dict[str, Any]) -> None:
+        """Run `job` in an idle worker for its code, or in a new one. `blobs`: its own DBs' bytes as the runtime
+        sent them (`blob_sizes` each), forwarded as they are; its templates (`templates`, by digest, taken from
+        the server's when the job arrived: a later `drop` does not reach a queued job) are sent only to a worker
+        that does not hold them yet."""
+        kept: dict[str, str] = job.pop("kept", None) or {}
+        kept_max = int(job.pop("kept_max", 0))
+        needed = templates_of(job, kept)
+        missing = [d for d in needed if templates.get(d) is None]
+        if missing:  # the runtime keeps what the server holds in step with it: this is a bug, said as one
+            self.send(encode({"ok": False, "id": int(job["id"]), "elapsed_ms": 0.0,
+                              "error": f"the verifier server does not hold template {missing[0]}"}))
+            return
         code = job["code"]
         worker = next((w for w in self.idle.values() if w.code == code), None)
         if worker is not None:
@@ -112,8 +130,37 @@ class WarmPool:
         worker.job = _Child(worker.pid, int(job["id"]), now + timeout, now, timeout, int(job["cpu_s"]))
         worker.cpu_at_start = process_cpu_s(worker.pid) if job["cpu_s"] < timeout else 0.0  # only the watchdog needs it
         self.busy[worker.out_fd] = worker
-        worker.pending = [HEADER.pack(len(request)), memoryview(request)]
+        keep, forget, hits = self._mirror(worker, needed, kept_max, templates)
+        worker.job.kept = (hits, len(keep))
+        body = encode({**job, "kept": kept, "keep": [[d, len(templates[d])] for d in keep], "forget": forget})
+        body = body[HEADER.size:]
+        parts: list[Any] = [b"B" + HEADER.pack(len(body)) + body, *(templates[d] for d in keep), blobs]
+        worker.pending = [HEADER.pack(sum(len(part) for part in parts)), *parts]
         self._write(worker)
+
+    @staticmethod
+    def _mirror(worker: Worker, digests: list[str], kept_max: int,
+                templates: dict[str, Any]) -> tuple[list[str], list[str], int]:
+        """What `worker` must be sent for a job needing the templates `digests` (those it does not hold), what
+        it must let go (least recently used first, until it holds at most `kept_max` bytes, never one this job
+        needs), and how many it holds already; `worker.kept` becomes what it will hold."""
+        needed = dict.fromkeys(digests)
+        keep: list[str] = []
+        for digest in needed:
+            if digest in worker.kept:
+                worker.kept.move_to_end(digest)
+            else:
+                keep.append(digest)
+                worker.kept[digest] = len(templates[digest])
+        forget: list[str] = []
+        held = sum(worker.kept.values())
+        for digest in list(worker.kept):
+            if held <= kept_max:
+                break
+            if digest not in needed:
+                held -= worker.kept.pop(digest)
+                forget.append(digest)
+        return keep, forget, len(needed) - len(keep)
 
     def _write(self, worker: Worker) -> None:
         try:
@@ -237,6 +284,12 @@ class WarmPool:
         for worker in list(self.idle.values()):
             self._close(worker)
         self.idle.clear()
+
+
+def templates_of(job: dict[str, Any], kept: dict[str, str] | None = None) -> list[str]:
+    """The digests of the templates `job` needs: those it names (`kept`), and those its DBs are sent against."""
+    names = job.get("kept") if kept is None else kept
+    return [*(names or {}).values(), *(str(delta[1]) for delta in job.get("deltas", ()))]
 
 
 def _clean(body: bytes | bytearray) -> bool:

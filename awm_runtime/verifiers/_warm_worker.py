@@ -9,6 +9,10 @@ named by `path`, read-only (`PRAGMA query_only`, which the verifier may not turn
 refused. Any other path opens nothing. Each job gets a fresh module namespace and fresh builtins,
 and its DB bytes are dropped when it ends.
 
+Templates (a scenario's pristine initial DB) are kept between jobs, by digest, as the server says (`keep`: their
+bytes come first in the job's frame; `forget`): immutable `bytes`, which no verifier can reach, and which a
+connection only ever copies (`deserialize`), so a verifier that changes its template's copy changes that copy only.
+
 Jobs come from the server (trusted) as the runtime framed them (`_sandbox._with_blobs`); results go back as JSON frames
 (`_outcome.result_frame`), which the server reads as it reads a forked child's.
 """
@@ -33,10 +37,12 @@ from awm_runtime.isolation import (
     save_coverage,
     write_all,
 )
+from awm_runtime.verifiers._delta import patched
 from awm_runtime.verifiers._outcome import describe, outcome, result_frame
 from awm_runtime.verifiers._restrict import ReadOnlyConnection, compile_verifier, run_verifier
 
 _DBS: dict[str, Any] = {}  # the running job's DB bytes, by the path the verifier is given
+_KEPT: dict[str, bytes] = {}  # templates' bytes by digest, kept between jobs (the server decides which)
 
 
 def _deny(action: int, arg1: Any, *_args: Any) -> int:
@@ -90,10 +96,29 @@ def _read_job(fd: int) -> dict[str, Any] | None:
     (json_size,) = HEADER.unpack_from(buf, 1)  # the runtime's frame: MARK, the JSON's size, the JSON, the DBs
     at = 1 + HEADER.size + json_size
     job: dict[str, Any] = orjson.loads(view[1 + HEADER.size:at])
-    dbs = {}
+    for digest in job.pop("forget", ()):
+        _KEPT.pop(str(digest), None)
+    for digest, length in job.pop("keep", ()):
+        _KEPT[str(digest)] = bytes(view[at:at + int(length)])  # its own immutable copy: the buffer is the job's
+        at += int(length)
+    dbs: dict[str, Any] = {}
     for path, length in zip(job.pop("blob_paths"), job.pop("blob_sizes"), strict=True):
         dbs[str(path)] = view[at:at + int(length)]
         at += int(length)
+    for path, digest in job.pop("kept", {}).items():
+        if str(digest) not in _KEPT:  # the server mirrors what this worker holds: a bug, never a wrong DB
+            job["broken"] = f"the kept verifier worker does not hold template {digest}"
+        else:
+            dbs[str(path)] = _KEPT[str(digest)]
+    for path, digest, length, pages in job.pop("deltas", ()):  # DBs sent as their pages unlike a template's
+        base = _KEPT.get(str(digest))
+        if base is None:
+            job["broken"] = f"the kept verifier worker does not hold template {digest}"
+            continue
+        try:
+            dbs[str(path)], at = patched(base, int(length), [int(p) for p in pages], view, at)
+        except ValueError as exc:
+            job["broken"] = f"the kept verifier worker was sent a broken DB: {exc}"
     job["dbs"] = dbs
     return job
 
@@ -125,8 +150,8 @@ def serve(jobs: int, out: int, proxies: dict[str, Any], parent: int, unsafe: boo
         job = _read_job(jobs)
         if job is None:
             break
-        if reason:
-            write_all(out, result_frame({"ok": False, "fault": "sandbox", "error": reason}))
+        if reason or job.get("broken"):
+            write_all(out, result_frame({"ok": False, "fault": "sandbox", "error": reason or job["broken"]}))
             break
         _DBS.clear()
         _DBS.update(job.pop("dbs"))

@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 import asyncio
 import contextlib
+import hashlib
 import os
 import shutil
 import tempfile
@@ -25,7 +26,7 @@ from typing import Any, Literal
 
 from awm_runtime._log import get_logger
 from awm_runtime._types import Message, Verdict, VerdictResult
-from awm_runtime.verifiers import Judge, Sandbox, SandboxResult, find_function_name, parse_criteria
+from awm_runtime.verifiers import Judge, Kept, Sandbox, SandboxResult, find_function_name, parse_criteria
 from awm_runtime.worlds._format import VERIFIER_FILES, Dataset, LoadProblem, VerifierDef
 from awm_runtime.worlds._templates import INLINE_COPY_BYTES
 
@@ -103,6 +104,7 @@ KEPT_INITIAL = 8  # initial DBs (pristine templates) whose bytes a Verifier keep
 # Both DBs larger than this together go to a fork, which reads them from their files: a kept worker's bytes are
 # read on the event loop, which is cheaper than a hop to a thread only for small files (INLINE_COPY_BYTES each).
 REUSE_MAX_BYTES = 2 * INLINE_COPY_BYTES
+KEPT_DEFINITIONS = 256  # verifier definitions (code, a few KiB each) a Verifier keeps from its last reads
 
 
 def _status(st: os.stat_result) -> tuple[int, ...]:
@@ -112,7 +114,7 @@ def _status(st: os.stat_result) -> tuple[int, ...]:
 class Verifier:
     """Runs a task's verifier in the sandbox and turns what it returns into a Verdict.
 
-    Verifier code is read from the dataset when a task is verified (never kept), and checked
+    Verifier code is read from the dataset when a task is verified (the last `KEPT_DEFINITIONS` kept), and checked
     once per task and mode; an unusable one is added to `problems` the first time it is seen."""
 
     def __init__(self, sandbox: Sandbox, dataset: Dataset, *, mode: VerifierMode = "code", timeout_s: float = 20.0,
@@ -124,28 +126,40 @@ class Verifier:
         self.judge = judge
         self.problems = problems if problems is not None else []
         self._unusable: dict[tuple[str, int, str], str | None] = {}
-        self._initial: OrderedDict[str, tuple[tuple[int, ...], bytes]] = OrderedDict()  # path -> (status, bytes)
+        self._initial: OrderedDict[str, tuple[tuple[int, ...], Kept]] = OrderedDict()  # path -> (status, bytes)
+        self._definitions: OrderedDict[tuple[str, int, str], VerifierDef | None] = OrderedDict()
 
-    def _db_bytes(self, initial_db: Path, final_db: Path) -> dict[str, bytes] | None:
+    def _db_bytes(self, initial_db: Path, final_db: Path) -> dict[str, bytes | Kept] | None:
         """Both DBs' bytes by their paths, for a kept verifier worker; None when they are larger together than
         `REUSE_MAX_BYTES` (a fork then reads them from their files). Read on the loop: they are small (see
         INLINE_COPY_BYTES), and a read is what the snapshot it replaces costs. The initial DB is a template,
-        the same for every episode of a scenario: its bytes are read again only when its status moved."""
+        the same for every episode of a scenario: its bytes are read (and hashed: the sandbox sends them once
+        per kept worker, by that digest) again only when its status moved."""
         initial, final = os.stat(initial_db), os.stat(final_db)
         if initial.st_size + final.st_size > REUSE_MAX_BYTES:
             return None
         key, status = str(initial_db), _status(initial)
         kept = self._initial.get(key)
         if kept is None or kept[0] != status:
-            kept = self._initial[key] = (status, initial_db.read_bytes())
+            data = initial_db.read_bytes()
+            kept = self._initial[key] = (status, Kept(hashlib.blake2b(data, digest_size=16).hexdigest(), data))
             while len(self._initial) > KEPT_INITIAL:
                 self._initial.popitem(last=False)
         self._initial.move_to_end(key)
         return {key: kept[1], str(final_db): final_db.read_bytes()}
 
     def definition(self, scenario_id: str, task_idx: int, mode: VerifierMode | None = None) -> VerifierDef | None:
-        """The task's verifier in `mode`, read from its row now (None: it has none)."""
-        return self.dataset.verifier(scenario_id, task_idx, mode or self.mode)
+        """The task's verifier in `mode` (None: it has none), read from its row, or kept from the last reads
+        (`KEPT_DEFINITIONS`, the least recently used dropped first: a batch verifies the same tasks again and
+        again, and a read and parse of the row cost a verification more than its frames)."""
+        key = (scenario_id, task_idx, mode or self.mode)
+        if key in self._definitions:
+            self._definitions.move_to_end(key)
+            return self._definitions[key]
+        found = self._definitions[key] = self.dataset.verifier(scenario_id, task_idx, key[2])
+        while len(self._definitions) > KEPT_DEFINITIONS:
+            self._definitions.popitem(last=False)
+        return found
 
     def usable(self, scenario_id: str, task_idx: int,
                mode: VerifierMode | None = None) -> tuple[VerifierDef | None, str | None]:

@@ -1,0 +1,53 @@
+"""A DB's bytes as the pages where they differ from a template's: what a kept verifier worker is sent per job.
+
+An episode's final DB is its scenario's template plus what the episode changed: usually a few pages of many.
+The runtime sends a kept worker (which holds the template, `_warm`) only the `PAGE`-byte pages that differ and
+the DB's length; the worker rebuilds the exact bytes. Byte-exact for any two byte strings: pages need not be
+SQLite's (a DB with other pages only costs more pages sent).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+PAGE = 4096  # SQLite's default page size
+
+
+def changed_pages(base: bytes, data: bytes) -> list[int]:
+    """The indices of `data`'s `PAGE`-byte pages that are not the same bytes in `base` (its last one may be
+    short; pages past `base`'s end are all changed)."""
+    if base == data:  # a verification of an episode that changed nothing
+        return []
+    changed: list[int] = []
+    common = min(len(base), len(data))
+    for index in range((len(data) + PAGE - 1) // PAGE):
+        lo = index * PAGE
+        hi = min(lo + PAGE, len(data))
+        if hi > common or base[lo:hi] != data[lo:hi]:
+            changed.append(index)
+    return changed
+
+
+def page_bytes(data: bytes, pages: list[int]) -> list[memoryview]:
+    """The bytes of `data`'s `pages`, in order (views: no copy)."""
+    view = memoryview(data)
+    return [view[i * PAGE:min((i + 1) * PAGE, len(data))] for i in pages]
+
+
+def patched(base: Any, length: int, pages: list[int], stream: Any, at: int) -> tuple[bytearray, int]:
+    """The DB of `length` bytes that is `base` with `pages` replaced by their bytes read from `stream` at `at`;
+    and where in `stream` they end."""
+    out = bytearray(length)
+    common = min(len(base), length)
+    out[:common] = base[:common]
+    for index in pages:
+        lo = index * PAGE
+        hi = min(lo + PAGE, length)
+        if lo >= length or hi - lo > len(stream) - at:
+            raise ValueError(f"page {index} is outside a DB of {length} bytes or its frame")
+        out[lo:hi] = stream[at:at + hi - lo]
+        at += hi - lo
+    return out, at
+
+
+__all__ = ["PAGE", "changed_pages", "page_bytes", "patched"]
