@@ -64,6 +64,17 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
     return max(2, int(len(os.sched_getaffinity(0)) * WORKERS_PER_CPU))
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """AWM_CPU_PROFILE=out.md turns on the per-test CPU profile (tests/_cpu_profile.py)."""
+    if os.environ.get("AWM_CPU_PROFILE"):
+        spec = importlib.util.spec_from_file_location("awm_cpu_profile", Path(__file__).parent / "_cpu_profile.py")
+        assert spec is not None and spec.loader is not None
+        plugin = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(plugin)
+        config.pluginmanager.register(plugin, "awm_cpu_profile")
+        plugin.pytest_configure(config)
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Order the files longest first (see _FIRST); a stable sort, so each file's tests keep their order."""
 
