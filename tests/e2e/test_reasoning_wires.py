@@ -243,11 +243,13 @@ def test_a_fork_into_claude_thinking_from_another_model_s_transcript_is_said_and
         proc = awm_run("--config", str(config), "--policy", "agent", "--expert", "none", "--scenarios", "homehub*",
                        "--tasks", "0-1", "--out", str(out), "--quiet", "--checkpoint", "every", env={"AGENT_KEY": KEY})
         assert proc.returncode == 0, proc.stderr[-3000:]
-        runs = {}
-        for name, extra in (("refused", {}), ("dropped", {"LITELLM_MODIFY_PARAMS": "True"})):
-            runs[name] = subprocess.run([*fork_cmd, str(out), "--at", "1", "--arm", "claude:policy=claude",
-                                         "--out", str(tmp_path / name)], capture_output=True, text=True,
-                                        env={**env, **extra}, timeout=600)
+        # litellm reads LITELLM_MODIFY_PARAMS once, at import: the "dropped" fork needs a process of its own; the
+        # "refused" one (no such variable, as in this process) runs in process.
+        fork = ("--at", "1", "--arm", "claude:policy=claude", "--out")
+        runs: dict[str, Any] = {"refused": run_cli("fork", str(out), *fork, str(tmp_path / "refused"),
+                                                   env={"AGENT_KEY": KEY}, timeout=600)}
+        runs["dropped"] = subprocess.run([*fork_cmd, str(out), *fork, str(tmp_path / "dropped")], capture_output=True,
+                                         text=True, env={**env, "LITELLM_MODIFY_PARAMS": "True"}, timeout=600)
     for proc in runs.values():
         assert proc.returncode == 0, proc.stderr[-3000:]
     refused, dropped = records(tmp_path / "refused"), records(tmp_path / "dropped")

@@ -28,7 +28,12 @@ def rollouts(tmp_path: Path) -> Iterator[tuple[Rollouts, Path]]:
     model-session cleanup (tests/conftest.py) runs on pytest's loop."""
     require_local_extra()
     out = tmp_path / "run"
-    with make_rollout_func(policy="local/smollm2", expert="sim/oracle", worlds=str(TINY_WORLD),
+    # local/smollm2's own sampling, its replies capped at 96 tokens instead of 256: SmolLM2's replies that end by
+    # themselves are shorter, and decoding the rest to 256 was most of this test's CPU (the ids, the mask and the
+    # decoded transcript are checked the same on a cut reply).
+    config = tmp_path / "awm.toml"
+    config.write_text('[models."local/smollm2"]\nparams = { temperature = 0.2, top_p = 0.9, max_tokens = 96 }\n')
+    with make_rollout_func(policy="local/smollm2", expert="sim/oracle", config_path=config, worlds=str(TINY_WORLD),
                            tasks="0-1", max_turns=3, preflight="quick", reward="try-first", concurrency=2,
                            out=out) as r:
         yield r, out
