@@ -3,6 +3,7 @@
 from awm_runtime.isolation._children import (
     die_with_parent,
     kill_process,
+    module_code,
     process_cpu_s,
     protocol_fds,
     scrubbed_env,
@@ -61,6 +62,7 @@ __all__ = [
     "join_namespaces",
     "kill_process",
     "mark_private",
+    "module_code",
     "mount_quota",
     "namespace_fds",
     "narrow",

@@ -28,6 +28,17 @@ def die_with_parent(parent: int) -> None:
         os._exit(0)
 
 
+def module_code(module: str) -> str:
+    """`python -I -c` code that runs `module` as __main__ from this process's own copy of the package: -I ignores
+    PYTHONPATH, and an editable install's finder maps the package to the install's folder, so `-I -m` would run
+    the install's copy under a runtime imported from another checkout (the world zygote, the verifier server)."""
+    import awm_runtime
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(awm_runtime.__file__)))
+    return (f"import sys, runpy; sys.path.insert(0, {root!r}); "
+            f"runpy.run_module({module!r}, run_name='__main__', alter_sys=True)")
+
+
 def protocol_fds() -> tuple[int, int]:
     """Keep stdin/stdout for frames; point fds 0/1 elsewhere so stray prints land on stderr."""
     in_fd, out_fd = os.dup(0), os.dup(1)

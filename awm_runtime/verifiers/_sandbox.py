@@ -27,6 +27,7 @@ from awm_runtime.isolation import (
     encode,
     kill_process,
     mark_private,
+    module_code,
     read_frame,
     scrubbed_env,
     stop_process,
@@ -106,7 +107,7 @@ class Sandbox:
                 return self._proc
             mark_private()  # before any verifier code runs: our memory and environment are unreadable to it
             proc = await asyncio.create_subprocess_exec(
-                sys.executable, "-I", "-c", _bootstrap(self.module), "--parent", str(os.getpid()),
+                sys.executable, "-I", "-c", module_code(self.module), "--parent", str(os.getpid()),
                 "--max-children", str(self.max_parallel), *(["--unsafe"] if self.unsafe else []),
                 stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
                 env=scrubbed_env(), start_new_session=True)
@@ -262,16 +263,6 @@ class Sandbox:
         if proc is not None:
             kill_process(proc, release=True)
 
-
-
-def _bootstrap(module: str) -> str:
-    """`python -I -c` code that runs `module` from this process's own copy of the package (-I ignores
-    PYTHONPATH, and an editable install's finder may map the package elsewhere)."""
-    import awm_runtime
-
-    root = os.path.dirname(os.path.dirname(os.path.abspath(awm_runtime.__file__)))
-    return (f"import sys, runpy; sys.path.insert(0, {root!r}); "
-            f"runpy.run_module({module!r}, run_name='__main__', alter_sys=True)")
 
 
 def _with_blobs(job: dict[str, Any], paths: list[str], blobs: list[Any]) -> list[Any]:

@@ -12,7 +12,7 @@ import sys
 from typing import Any
 
 from awm_runtime._errors import WorldError
-from awm_runtime.isolation import kill_process, mark_private, scrubbed_env
+from awm_runtime.isolation import kill_process, mark_private, module_code, scrubbed_env
 
 START_TIMEOUT_S = 60.0
 _REAPERS: set[asyncio.Task[Any]] = set()
@@ -28,17 +28,6 @@ def exit_text(status: int | None) -> str:
         except ValueError:
             return f"killed by signal {-code}"
     return f"exit code {code}"
-
-
-def _bootstrap(module: str) -> str:
-    """`python -I -c` code that runs `module` from this process's own copy of the package: -I ignores PYTHONPATH,
-    and an editable install's finder maps the package to the install's folder, so `-I -m` ran the install's world
-    worker under a runtime imported from another checkout (the verifier server's `_bootstrap` does the same)."""
-    import awm_runtime
-
-    root = os.path.dirname(os.path.dirname(os.path.abspath(awm_runtime.__file__)))
-    return (f"import sys, runpy; sys.path.insert(0, {root!r}); "
-            f"runpy.run_module({module!r}, run_name='__main__', alter_sys=True)")
 
 
 class Zygote:
@@ -67,7 +56,7 @@ class Zygote:
         join = ["--join", ",".join(map(str, self.namespaces))] if self.namespaces else []
         try:
             self.proc = await asyncio.create_subprocess_exec(
-                sys.executable, "-I", "-c", _bootstrap(self.module), "--parent", str(os.getpid()),
+                sys.executable, "-I", "-c", module_code(self.module), "--parent", str(os.getpid()),
                 "--control", str(theirs.fileno()), *(["--unsafe"] if self.unsafe else []), *join,
                 stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL,
                 stderr=asyncio.subprocess.DEVNULL, env=scrubbed_env(), start_new_session=True,

@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
+from awm_runtime.isolation import module_code
 from awm_runtime.verifiers import Sandbox, SandboxResult
-from awm_runtime.verifiers._sandbox import _bootstrap
 
 _names = count()
 COUNT = ("import sqlite3\n"
@@ -222,4 +222,4 @@ def test_the_server_runs_this_checkout() -> None:
     import awm_runtime
 
     root = os.path.dirname(os.path.dirname(os.path.abspath(awm_runtime.__file__)))
-    assert f"sys.path.insert(0, {root!r})" in _bootstrap("awm_runtime.verifiers._fork_server")
+    assert f"sys.path.insert(0, {root!r})" in module_code("awm_runtime.verifiers._fork_server")
