@@ -32,8 +32,10 @@ from awm_runtime.worlds._format import (
 from awm_runtime.worlds._hub import AWM_1K, fetch_awm_1k, is_hub_spec, snapshot_commit
 from awm_runtime.worlds._load import iter_solutions, load_dataset
 from awm_runtime.worlds._names import normalize_scenario
+from awm_runtime.worlds._options import MIN_DISK_MIB, WorldOptions
 from awm_runtime.worlds._pack import make_split, merge_rows, pack_sources, scenario_rows, write_dataset
-from awm_runtime.worlds._world import MIN_DISK_MIB, AwmSession, AwmWorld, WorldOptions
+from awm_runtime.worlds._session import AwmSession
+from awm_runtime.worlds._world import AwmWorld
 from awm_runtime.worlds.remote import RemoteOptions, RemoteWorld, is_remote, remote_world
 
 RunWorld = AwmWorld | RemoteWorld  # what a run plays on: the local engine, or a server reached over the wire

@@ -18,117 +18,38 @@ the whole dataset stays flat when the plan runs each scenario's episodes togethe
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import hashlib
 import itertools
 import os
 import shutil
-import tempfile
-import time
 from collections import Counter, OrderedDict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from awm_runtime._errors import ConfigError, WorldError
+from awm_runtime._errors import WorldError
 from awm_runtime._log import get_logger
 from awm_runtime._slices import loop_slice
-from awm_runtime._types import Message, Task, ToolCall, ToolResult, ToolSpec, Verdict
+from awm_runtime._types import Task, ToolSpec
 from awm_runtime.verifiers import Judge, Sandbox
 from awm_runtime.worlds._dbbuild import BuildReport
 from awm_runtime.worlds._disk import AUTO_FLOOR_MIB, episodes_fit, quota_mib
 from awm_runtime.worlds._format import Dataset, LoadProblem, Scenario, Solution
-from awm_runtime.worlds._templates import INLINE_COPY_BYTES, check_template, clone_checked, read_template, write_new
-from awm_runtime.worlds._verify import Verifier, VerifierMode
+from awm_runtime.worlds._options import WorldOptions
+from awm_runtime.worlds._session import AwmSession, Prepared
+from awm_runtime.worlds._templates import INLINE_COPY_BYTES, clone_checked, read_template, write_new
+from awm_runtime.worlds._verify import Verifier
+from awm_runtime.worlds._workdir import TEMPLATES, default_workdir
 from awm_runtime.worlds._world_worker import EPISODES
 from awm_runtime.worlds._world_worker_pool import LoadSpec, PoolOptions, WorldWorkerPool
 
 log = get_logger("awm_runtime.worlds")
-MIN_DISK_MIB = 16  # a scenario's smallest disk quota (--world-disk-mib)
-
-
-@dataclass(frozen=True, slots=True)
-class WorldOptions:
-    """How worlds are served and judged. Every field has the runtime's default."""
-
-    foreign_keys: bool = False  # PRAGMA foreign_keys=ON while seeding and in every episode connection
-    verifier: VerifierMode = "code"
-    verifier_timeout_s: float = 20.0
-    verifier_memory_mb: int = 512
-    tool_timeout_s: float = 30.0
-    load_timeout_s: float = 120.0
-    workers: int = 0  # most world workers per scenario; 0: one per core, between 2 and 8
-    max_world_workers: int = 64  # most world workers alive at once (one scenario each)
-    world_memory_mb: int = 1024  # each world worker's address space
-    validate_arguments: bool = True  # as mcp's server does before a fastapi-mcp tool runs
-    unsafe_no_sandbox: bool = False  # run dataset code unconfined (rlimits only): --unsafe-no-sandbox
-    # Verify in kept, confined workers, one per verifier code, given the DBs' bytes (docs/worlds.md): --verifier-reuse
-    verifier_reuse: bool = False
-    keep_idle_scenarios: int = 8  # built scenarios kept ready after their last episode; older ones are evicted
-    # All of a scenario's files together (its build, imports, episode DBs), in MiB. None: sized for its template
-    # and the episodes of it in flight (`AwmWorld.plan_in_flight`, else `in_flight`), at least 256 MiB.
-    world_disk_mib: int | None = None
-    in_flight: int = 64  # episodes of one scenario open at once, when no plan says (sizes the disk quota)
-
-    def __post_init__(self) -> None:
-        """Refuse a limit that would mean no limit (setrlimit reads a negative size as a huge one) or nothing."""
-        positive = ("verifier_timeout_s", "verifier_memory_mb", "tool_timeout_s", "load_timeout_s",
-                    "max_world_workers", "world_memory_mb", "in_flight")
-        for name in positive:
-            if not getattr(self, name) > 0:
-                raise ConfigError(f"world option {name} must be positive, not {getattr(self, name)!r}")
-        for name in ("workers", "keep_idle_scenarios"):
-            if getattr(self, name) < 0:
-                raise ConfigError(f"world option {name} must be 0 or more, not {getattr(self, name)!r}")
-        if self.world_disk_mib is not None and self.world_disk_mib <= 0:
-            raise ConfigError(f"world option world_disk_mib must be positive, not {self.world_disk_mib!r}")
-
-
-@dataclass(slots=True)
-class _Prepared:
-    template: Path  # the pristine copy: outside every worker's reach, read-only, hash-checked before use
-    tools: list[ToolSpec]
-    size: int
-    digest: bytes
 
 
 @dataclass(slots=True)
 class _Failed:
     error: str
-
-
-WORKDIR_PREFIX = "awm-world-"
-
-
-def _default_workdir() -> Path:
-    """A private directory on tmpfs when there is room (episode DBs then live in RAM), else in TMPDIR.
-
-    Its name carries our pid, so that directories left by a runtime that was SIGKILLed are
-    found and removed by the next one: on tmpfs they would otherwise hold memory until reboot.
-    """
-    shm = Path("/dev/shm")
-    base = shm if shm.is_dir() and os.access(shm, os.W_OK) and shutil.disk_usage(shm).free > 256 << 20 else None
-    root = base or Path(tempfile.gettempdir())
-    for stale in root.glob(f"{WORKDIR_PREFIX}*-*"):
-        pid = stale.name[len(WORKDIR_PREFIX):].split("-", 1)[0]
-        if pid.isdigit() and not _alive(int(pid)):
-            shutil.rmtree(stale, ignore_errors=True)
-    return Path(tempfile.mkdtemp(prefix=f"{WORKDIR_PREFIX}{os.getpid()}-", dir=root))  # mode 0700
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's process: alive, and not ours to clean up
-        return True
-    return True
-
-
-TEMPLATES = ".templates"  # pristine templates, beside the scenario directories (no scenario id starts with a dot)
 
 
 class AwmWorld:
@@ -151,9 +72,9 @@ class AwmWorld:
         self.problems: list[LoadProblem] = list(dataset.problems)
         self.verifier = Verifier(self.sandbox, dataset, mode=o.verifier, timeout_s=o.verifier_timeout_s, judge=judge,
                                  problems=self.problems)
-        self._prepared: dict[str, _Prepared | _Failed] = {}
+        self._prepared: dict[str, Prepared | _Failed] = {}
         self._build_reports: dict[str, BuildReport] = {}
-        self._builds: dict[str, asyncio.Future[_Prepared | _Failed]] = {}
+        self._builds: dict[str, asyncio.Future[Prepared | _Failed]] = {}
         self._holds: Counter[str] = Counter()  # scenario -> open episodes and builds in progress
         self._idle: OrderedDict[str, None] = OrderedDict()  # built scenarios with no hold, oldest first
         self._tool_names: dict[str, tuple[str, ...]] = {}  # kept after eviction: a few hundred bytes each
@@ -179,14 +100,14 @@ class AwmWorld:
         self._in_flight.update(counts)
         for scenario_id in counts:
             prepared = self._prepared.get(scenario_id)
-            if isinstance(prepared, _Prepared):
+            if isinstance(prepared, Prepared):
                 await self._fit_quota(scenario_id, prepared.size)
 
     @property
     def workdir(self) -> Path:
         """Where templates and episode DBs live; created on first use (a world only listed needs none)."""
         if self._workdir is None:
-            self._workdir = _default_workdir()
+            self._workdir = default_workdir()
         elif not self._own_workdir and not self._workdir.is_dir():
             self._workdir.mkdir(parents=True)
         return self._workdir
@@ -220,16 +141,16 @@ class AwmWorld:
         state = self._prepared.get(scenario_id)
         return state.error if isinstance(state, _Failed) else None
 
-    async def prepare(self, scenario_id: str) -> _Prepared:
+    async def prepare(self, scenario_id: str) -> Prepared:
         """Build the scenario's template and import its app (once while it stays resident); raise WorldError
         if it cannot load."""
         self._hold(scenario_id)
         try:
             return await self._prepare(scenario_id)
         finally:
-            self._unhold(scenario_id)
+            self.unhold(scenario_id)
 
-    async def _prepare(self, scenario_id: str) -> _Prepared:
+    async def _prepare(self, scenario_id: str) -> Prepared:
         state = self._prepared.get(scenario_id)
         if state is None:
             build = self._builds.get(scenario_id)
@@ -254,12 +175,13 @@ class AwmWorld:
         self._holds[scenario_id] += 1
         self._idle.pop(scenario_id, None)
 
-    def _unhold(self, scenario_id: str) -> None:
+    def unhold(self, scenario_id: str) -> None:
+        """End one hold on a scenario (an episode of it closed); its last hold's end makes it idle (see residency)."""
         self._holds[scenario_id] -= 1
         if self._holds[scenario_id] > 0:
             return
         del self._holds[scenario_id]
-        if isinstance(self._prepared.get(scenario_id), _Prepared):
+        if isinstance(self._prepared.get(scenario_id), Prepared):
             self._idle[scenario_id] = None
             while len(self._idle) > max(0, self.options.keep_idle_scenarios):
                 self.evict(next(iter(self._idle)))
@@ -267,17 +189,17 @@ class AwmWorld:
     def evict(self, scenario_id: str) -> None:
         """Drop a built scenario that no episode holds: its directory, its tools, and its world workers. The
         next episode of it builds it again, in a directory made anew. A scenario that failed to load stays failed."""
-        if self._holds.get(scenario_id) or not isinstance(self._prepared.get(scenario_id), _Prepared):
+        if self._holds.get(scenario_id) or not isinstance(self._prepared.get(scenario_id), Prepared):
             return
         state = self._prepared.pop(scenario_id)
-        assert isinstance(state, _Prepared)
+        assert isinstance(state, Prepared)
         self._idle.pop(scenario_id, None)
         self._drop_files(scenario_id)
         state.template.unlink(missing_ok=True)
         self.evictions += 1
         log.debug("scenario_evicted", scenario=scenario_id)
 
-    async def _build(self, scenario_id: str) -> _Prepared | _Failed:
+    async def _build(self, scenario_id: str) -> Prepared | _Failed:
         self.builds += 1
         directory = self.workdir / scenario_id  # all its workers may reach: initial.db and episodes/
         directory.mkdir(parents=True, exist_ok=True)
@@ -323,7 +245,7 @@ class AwmWorld:
         self._tool_names[scenario_id] = tuple(t.name for t in tools)
         log.info("scenario_loaded", scenario=scenario_id, tools=len(tools), elapsed_ms=round(reply["elapsed_ms"], 1),
                  fds_swept=reply.get("fds_swept", 0))
-        return _Prepared(pristine, tools, size, digest)
+        return Prepared(pristine, tools, size, digest)
 
     def _drop_files(self, scenario_id: str) -> None:
         """Stop the scenario's workers (a process is how a module's memory goes) and remove its directory: removing
@@ -404,13 +326,13 @@ class AwmWorld:
             else:
                 await asyncio.to_thread(clone_checked, prepared.template, db, prepared.size, prepared.digest, full)
         except BaseException:
-            self._unhold(task.scenario)
+            self.unhold(task.scenario)
             raise
         return AwmSession(self, task, prepared, db, str(self.workdir / task.scenario / EPISODES / name))
 
     def episode_dbs(self) -> list[Path]:
         """The episode DBs that exist now, of every built scenario (as this process reaches them)."""
-        return [p for sid, state in self._prepared.items() if isinstance(state, _Prepared)
+        return [p for sid, state in self._prepared.items() if isinstance(state, Prepared)
                 for p in Path(self.pool.local(sid), EPISODES).glob("ep-*.db")]
 
     def unverified(self, tasks: Sequence[Task]) -> dict[tuple[str, int], str]:
@@ -422,7 +344,7 @@ class AwmWorld:
         """Scenario builds, imports (builds included) and evictions so far, how many are built now, and how
         many world workers (one scenario each) have been started."""
         return {"builds": self.builds, "imports": self.pool.imports, "evictions": self.evictions,
-                "resident": sum(isinstance(s, _Prepared) for s in self._prepared.values()),
+                "resident": sum(isinstance(s, Prepared) for s in self._prepared.values()),
                 "idle": len(self._idle), "workers_started": self.pool.started}
 
     async def aclose(self) -> None:
@@ -442,59 +364,3 @@ class AwmWorld:
         if self._own_workdir and self._workdir is not None:
             shutil.rmtree(self._workdir, ignore_errors=True)
             self._workdir = None
-
-
-@dataclass(slots=True)
-class AwmSession:
-    """One episode's world: a private DB copy, the scenario's tools, and its verifier.
-
-    The agent reaches only `tools` through `call_tool`; `verify` is the runtime's, called after
-    the episode ends, and nothing the agent can call returns a reward.
-    """
-
-    _world: AwmWorld
-    _task: Task
-    _prepared: _Prepared
-    db: Path  # where this process reaches the episode's DB (through its scenario's tmpfs when it has one)
-    worker_db: str  # the same file as the scenario's world workers see it
-    _closed: bool = field(default=False)
-
-    @property
-    def tools(self) -> Sequence[ToolSpec]:
-        return self._prepared.tools
-
-    @property
-    def initial_db(self) -> Path:
-        return self._prepared.template
-
-    async def call_tool(self, call: ToolCall) -> ToolResult:
-        if self._closed:
-            raise WorldError("tool call on a closed world session")
-        started = time.perf_counter()
-        pool = self._world.pool
-        reply: dict[str, Any] = await pool.call(self._task.scenario, self.worker_db, call.name, call.arguments)
-        if reply["is_error"] and reply.get("status") == 500 and pool.disk_full(self._task.scenario):
-            raise WorldError(f"tool {call.name!r} failed with its scenario's disk full: "
-                             f"{self._world.disk_full_text(self._task.scenario)}")
-        return ToolResult(text=reply["text"], is_error=bool(reply["is_error"]), status=reply.get("status"),
-                          elapsed_ms=(time.perf_counter() - started) * 1000)
-
-    async def verify(self, final_answer: str, messages: Sequence[Message]) -> Verdict:
-        p = self._prepared
-        # The verifier's initial state is the pristine template: checked unchanged first.
-        if p.size <= INLINE_COPY_BYTES:
-            check_template(p.template, p.size, p.digest)
-        else:
-            await asyncio.to_thread(check_template, p.template, p.size, p.digest)
-        return await self._world.verifier.verify(self._task.scenario, self._task.task_idx, self._task.text,
-                                                 self.initial_db, self.db, final_answer, messages)
-
-    async def close(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
-        self._world.pool.release(self.worker_db)
-        for path in (self.db, self.db.with_name(self.db.name + "-journal")):
-            with contextlib.suppress(FileNotFoundError):
-                path.unlink()
-        self._world._unhold(self._task.scenario)

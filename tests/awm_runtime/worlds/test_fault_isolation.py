@@ -20,7 +20,7 @@ from awm_runtime._errors import WorldError
 from awm_runtime._types import ToolCall
 from awm_runtime.worlds import WorldOptions, load_worlds
 from awm_runtime.worlds._pack import merge_rows, scenario_rows, write_dataset
-from awm_runtime.worlds._world_worker_pool import OPEN_FILES
+from awm_runtime.worlds._world_worker_handle import OPEN_FILES
 
 FAULTY = '''import mmap, os, sqlite3, stat, time
 from fastapi import FastAPI, Query

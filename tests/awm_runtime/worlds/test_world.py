@@ -184,14 +184,14 @@ def test_workdirs_left_by_a_killed_runtime_are_swept(tmp_path: Path) -> None:
     import subprocess
     import sys
 
-    from awm_runtime.worlds._world import _default_workdir
+    from awm_runtime.worlds._workdir import default_workdir
 
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
-    mine = _default_workdir()
+    mine = default_workdir()
     stale = mine.parent / f"awm-world-{int(dead.stdout)}-abc123"
     stale.mkdir()
     (stale / "ep-1.db").write_bytes(b"x" * 1000)
-    again = _default_workdir()
+    again = default_workdir()
     try:
         assert not stale.exists() and mine.exists()  # ours (a live pid) is left alone
         assert os.stat(again).st_mode & 0o777 == 0o700  # dataset code runs as this uid: no one else needs in

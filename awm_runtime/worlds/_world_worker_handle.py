@@ -1,0 +1,298 @@
+"""The runtime's handle on one world worker process (`WorldWorker`): started on first use by its pool, one reader task
+handing each reply to the future of its request id, calls side by side, retirement after a timeout, and how it died.
+The pool that routes requests to these handles is `_world_worker_pool`."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import os
+import resource
+import signal
+import time
+from collections import deque
+from typing import TYPE_CHECKING, Any
+
+from awm_runtime._errors import WorldError
+from awm_runtime._log import get_logger
+from awm_runtime.isolation import MAX_FRAME, FrameError, encode, read_frame
+from awm_runtime.worlds._host import IDLE_CONNECTIONS, SPARE_FILES
+from awm_runtime.worlds._world_worker import CALL_THREADS
+from awm_runtime.worlds._world_zygote import exit_text, reap_later
+
+if TYPE_CHECKING:
+    from awm_runtime.worlds._world_worker_pool import WorldWorkerPool
+
+log = get_logger("awm_runtime.worlds")
+
+OPEN_FILES = IDLE_CONNECTIONS + SPARE_FILES  # a world worker: its episodes' kept connections, and the rest
+RECYCLE_CPU_SHARE = 0.8  # a worker that has used this share of its CPU limit is replaced between requests
+
+
+def _hard_open_files() -> int:
+    """This process's hard open-file limit: a worker cannot raise its own past it."""
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    return OPEN_FILES if hard == resource.RLIM_INFINITY else int(hard)
+
+
+class Died(Exception):
+    """The worker's reply pipe closed: it exited or was killed. `in_flight`: calls it was running then."""
+
+    def __init__(self, why: str, in_flight: int = 1) -> None:
+        super().__init__(why)
+        self.in_flight = in_flight
+
+
+class Gone(Exception):
+    """The worker picked for a request ended before the request could start: pick another."""
+
+
+class Collateral(WorldError):
+    """The worker died while this call ran beside others: any of them may have killed it."""
+
+
+class WorldWorker:
+    """One world worker process of a scenario, started on first use. Calls run side by side in it; when one
+    passes its timeout the worker *retires*: it takes no new call and is killed once the calls it still runs
+    have ended, so a hung call costs its own episode only."""
+
+    def __init__(self, pool: WorldWorkerPool, scenario: str) -> None:
+        self.pool, self.scenario = pool, scenario
+        self.pid: int | None = None
+        self.writer: asyncio.StreamWriter | None = None
+        self.start_lock = asyncio.Lock()
+        self.pending: dict[int, asyncio.Future[dict[str, Any]]] = {}
+        self.queued = 0
+        self.loaded = False
+        self.ended = False  # died, was killed or retired: never used again
+        self.retiring = False
+        self.cpu_s = 0.0
+        self.last_used = time.monotonic()
+        self.stderr: deque[str] = deque(maxlen=20)
+        self._ids = itertools.count(1)
+        self._tasks: list[asyncio.Task[None]] = []
+        self._death: asyncio.Future[str] | None = None
+
+    @property
+    def alive(self) -> bool:
+        return self.pid is not None
+
+    @property
+    def usable(self) -> bool:
+        return not self.ended and not self.retiring
+
+    async def _start(self) -> None:
+        directory = self.pool.directory(self.scenario)
+        o = self.pool.options
+        pid, (req_w, rep_r, err_r) = await self.pool.zygote.spawn({
+            "dir": str(directory), "limits": {"memory_mb": o.memory_mb, "cpu_s": o.cpu_s, "file_mb": o.file_mb,
+                                              "open_files": min(OPEN_FILES, _hard_open_files())},
+            "call_idle_exit_s": o.call_idle_exit_s})
+        loop = asyncio.get_running_loop()
+        reader = asyncio.StreamReader(limit=MAX_FRAME, loop=loop)
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(rep_r, "rb", 0))
+        errors = asyncio.StreamReader(loop=loop)
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(errors), os.fdopen(err_r, "rb", 0))
+        transport, protocol = await loop.connect_write_pipe(
+            lambda: asyncio.StreamReaderProtocol(asyncio.StreamReader()), os.fdopen(req_w, "wb", 0))
+        self.writer = asyncio.StreamWriter(transport, protocol, None, loop)
+        self.pid, self.loaded, self.cpu_s = pid, False, 0.0
+        self.pool.started += 1
+        self._tasks = [loop.create_task(self._read(reader)), loop.create_task(self._drain(errors))]
+
+    async def _read(self, reader: asyncio.StreamReader) -> None:
+        """Hand each reply to the future of its id; a reply nobody waits for any more is dropped."""
+        try:
+            while True:
+                reply = await read_frame(reader)
+                rid = reply.pop("id", None) if isinstance(reply, dict) else None
+                future = self.pending.pop(rid, None) if isinstance(rid, int) else None
+                if future is None:
+                    log.debug("world_reply_discarded", scenario=self.scenario, request=rid)
+                    continue
+                self.cpu_s = float(reply.pop("cpu_s", self.cpu_s) or 0)
+                if not future.done():
+                    future.set_result(reply)
+        except (asyncio.IncompleteReadError, ConnectionError, FrameError, OSError, ValueError) as exc:
+            why = type(exc).__name__
+        in_flight = len(self.pending)
+        self._forget()
+        for future in self.pending.values():
+            if not future.done():
+                future.set_exception(Died(why, in_flight))
+        self.pending.clear()
+
+    async def _drain(self, errors: asyncio.StreamReader) -> None:
+        """Keep the worker's stderr flowing (a full pipe would block it) and remember its tail, whatever
+        it writes (a line of any length included)."""
+        tail = b""
+        while chunk := await errors.read(1 << 16):
+            *lines, tail = (tail + chunk).split(b"\n")
+            tail = tail[-4096:]
+            self.stderr.extend(line.decode(errors="replace").rstrip()[:300] for line in lines[-20:])
+        if tail:
+            self.stderr.append(tail.decode(errors="replace").rstrip()[:300])
+
+    def _forget(self) -> None:
+        self.pid, self.loaded, self.ended = None, False, True
+        if self.writer is not None:
+            self.writer.close()
+            self.writer = None
+        self.pool.forget(self)
+
+    def kill(self) -> None:
+        if self.pid is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, signal.SIGKILL)
+        self.ended = True
+        self._forget()
+
+    def retire(self, why: str) -> None:
+        """Take no new call; killed once the calls it still runs have ended (now, if there are none)."""
+        if self.ended:
+            return
+        if not self.retiring:
+            log.info("world_worker_retired", scenario=self.scenario, pid=self.pid, why=why, in_flight=len(self.pending))
+        self.retiring = True
+        self.pool.forget(self)
+        self._settle()
+
+    def _settle(self) -> None:
+        if self.retiring and not self.pending and not self.ended:
+            self.pool.replaced += 1
+            self.kill()
+
+    async def stop(self) -> None:
+        """Ask the worker to exit (it holds no state), then kill it if it lingers."""
+        pid, writer = self.pid, self.writer
+        if pid is None or writer is None:
+            self.ended = True
+            return
+        try:
+            writer.write(encode({"op": "exit", "id": 0}))
+            await asyncio.wait_for(writer.drain(), 1.0)
+        except (ConnectionError, TimeoutError, RuntimeError):
+            pass
+        reader_task = self._tasks[0] if self._tasks else None
+        if reader_task is not None:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(reader_task), 2.0)
+        if self.pid == pid:
+            self.kill()
+        drain = self._tasks[1] if len(self._tasks) > 1 else None
+        if drain is not None:  # its stderr tail is not needed any more: end the task here, not in the GC
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(drain), 0.5)
+            drain.cancel()
+
+    def _tail(self) -> str:
+        lines = [ln for ln in self.stderr if ln.strip()]
+        return f"; last output: {lines[-1]}" if lines else ""
+
+    async def _died(self, pid: int | None, what: str, in_flight: int = 1) -> WorldError:
+        if self._death is None:  # the first of its calls to learn of the death asks how it ended, once
+            self._death = asyncio.ensure_future(self._death_text(pid))
+        text = f"{what}: {await asyncio.shield(self._death)}"
+        return Collateral(text) if in_flight > 1 else WorldError(text)
+
+    async def _death_text(self, pid: int | None) -> str:
+        drain = self._tasks[1] if len(self._tasks) > 1 else None
+        status = None if pid is None else await self.pool.zygote.status(pid)
+        if drain is not None:  # the process is gone: its stderr ends soon; take its last lines
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(drain), 0.5)
+        return f"the world worker died ({exit_text(status)}){self._tail()}; it is replaced"
+
+    async def request(self, msg: dict[str, Any], limit_s: float, what: str, *, load: bool = True) -> dict[str, Any]:
+        """Send one request (starting and loading the worker first if needed) and await its reply. Builds and
+        imports run alone; tool calls run side by side."""
+        try:
+            if msg.get("op") == "build" or not self.alive or (load and not self.loaded):
+                async with self.start_lock:
+                    if self.ended or self.retiring:
+                        raise Gone(what)
+                    if not self.alive:
+                        await self._start()
+                    if load and not self.loaded:
+                        await self._load()
+                    if msg.get("op") == "build":
+                        reply = await self._exchange(msg, limit_s, what)
+                        self.loaded = bool(reply.get("ok"))
+                        return reply
+            reply = await self._exchange(msg, limit_s, what)
+            if self.cpu_s > RECYCLE_CPU_SHARE * self.pool.options.cpu_s:
+                self.retire("cpu")  # replaced before its CPU limit could end a request
+            return reply
+        finally:
+            self.last_used = time.monotonic()
+
+    async def _load(self) -> None:
+        msg = await self.pool.load_message(self.scenario)
+        scratch = msg.pop("local")
+        try:
+            reply = await self._exchange(msg, self.pool.options.load_timeout_s,
+                                         f"importing scenario {self.scenario!r}")
+        finally:
+            with contextlib.suppress(OSError):
+                os.unlink(scratch)  # the scratch copy (the worker may no longer remove files)
+        if not reply.get("ok"):
+            self.kill()
+            raise WorldError(f"scenario {self.scenario!r} failed to import: {reply.get('error')}")
+        self.loaded = True
+        self.pool.imports += 1
+        log.info("scenario_imported", scenario=self.scenario, pid=self.pid,
+                 note="imported again: a second worker of the scenario, or a replacement")
+
+    async def _exchange(self, msg: dict[str, Any], limit_s: float, what: str) -> dict[str, Any]:
+        """Send one frame and await the reply with its id. A caller cancelled first leaves its reply to a task
+        that drops it (or retires the worker when the call outlives its timeout)."""
+        pid = self.pid
+        if self.writer is None:  # it died between its start (or last reply) and this request
+            raise await self._died(pid, what)
+        rid = next(self._ids)
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[dict[str, Any]] = loop.create_future()
+        wait_s = (len(self.pending) // CALL_THREADS + 1) * limit_s  # a round of the limit per full set ahead
+        self.pending[rid] = future
+        deadline = loop.time() + wait_s
+        orphaned = False
+        try:
+            self.writer.write(encode({**msg, "id": rid}))
+            await self.writer.drain()
+            return await asyncio.wait_for(asyncio.shield(future), wait_s)
+        except asyncio.CancelledError:
+            if not future.done() and self.pid == pid:
+                orphaned = True
+                reap_later(self._await_orphan(rid, future, deadline))
+            raise
+        except TimeoutError:
+            self.pending.pop(rid, None)
+            self.retire(f"{what} timed out")
+            queued = f" ({wait_s:g}s with the calls queued ahead of it)" if wait_s > limit_s else ""
+            raise WorldError(f"{what} did not finish within {limit_s:g}s{queued}; its world worker was stopped "
+                             "and is replaced") from None
+        except Died as exc:
+            self.kill()
+            raise await self._died(pid, what, exc.in_flight) from exc
+        except (ConnectionError, RuntimeError) as exc:  # it died as this call was sent: maybe for another call
+            self.kill()
+            raise await self._died(pid, what, in_flight=2) from exc
+        finally:
+            if not orphaned:
+                self.pending.pop(rid, None)
+                self._settle()
+
+    async def _await_orphan(self, rid: int, future: asyncio.Future[dict[str, Any]], deadline: float) -> None:
+        """A cancelled request's reply is still coming: drop it when it does; retire the worker if it never does."""
+        try:
+            await asyncio.wait_for(future, max(0.0, deadline - asyncio.get_running_loop().time()))
+        except TimeoutError:
+            self.pending.pop(rid, None)
+            self.retire("a cancelled call outlived its timeout")
+        except Exception:  # the worker died: the next request starts another
+            pass
+        finally:
+            self.pending.pop(rid, None)
+            self._settle()
+
