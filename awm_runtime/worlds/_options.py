@@ -1,10 +1,11 @@
-"""WorldOptions: how worlds are served and judged (limits, verifier mode, residency, disk quotas)."""
+"""WorldOptions (how worlds are served and judged) and PoolOptions (the world worker pool's limits)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from awm_runtime._errors import ConfigError
+from awm_runtime.worlds._call_threads import IDLE_EXIT_S
 from awm_runtime.worlds._verify import VerifierMode
 
 MIN_DISK_MIB = 16  # a scenario's smallest disk quota (--world-disk-mib)
@@ -45,3 +46,20 @@ class WorldOptions:
                 raise ConfigError(f"world option {name} must be 0 or more, not {getattr(self, name)!r}")
         if self.world_disk_mib is not None and self.world_disk_mib <= 0:
             raise ConfigError(f"world option world_disk_mib must be positive, not {self.world_disk_mib!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class PoolOptions:
+    """The pool's limits: workers per scenario and in all, timeouts, and each worker's resource limits."""
+
+    workers: int = 0  # most workers per scenario; 0: one per core, between 2 and 8
+    max_workers: int = 64  # most workers alive at once (idle ones are stopped first)
+    tool_timeout_s: float = 30.0
+    load_timeout_s: float = 120.0
+    validate_arguments: bool = True
+    memory_mb: int = 1024  # each worker's address space
+    cpu_s: int = 600  # each worker's CPU seconds (it is replaced before it reaches them)
+    file_mb: int = 1024  # largest file (episode DB) a worker may write
+    disk_mib: int = 256  # all of a scenario's files together (a tmpfs of this size on its directory)
+    unsafe: bool = False  # --unsafe-no-sandbox: rlimits only
+    call_idle_exit_s: float = IDLE_EXIT_S  # a worker's call thread parked this long ends (`_call_threads`)

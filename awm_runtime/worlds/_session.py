@@ -8,14 +8,28 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from awm_runtime._errors import WorldError
 from awm_runtime._types import Message, Task, ToolCall, ToolResult, ToolSpec, Verdict
 from awm_runtime.worlds._templates import INLINE_COPY_BYTES, check_template
+from awm_runtime.worlds._verify import Verifier
+from awm_runtime.worlds._world_worker_pool import WorldWorkerPool
 
-if TYPE_CHECKING:
-    from awm_runtime.worlds._world import AwmWorld
+
+class SessionWorld(Protocol):
+    """What a session needs of the world that opened it (an `AwmWorld`)."""
+
+    pool: WorldWorkerPool
+    verifier: Verifier
+
+    def disk_full_text(self, scenario_id: str, what: str = ...) -> str:
+        """Why the scenario's files no longer fit."""
+        ...
+
+    def unhold(self, scenario_id: str) -> None:
+        """The session's episode closed: end its hold on the scenario."""
+        ...
 
 
 @dataclass(slots=True)
@@ -36,7 +50,7 @@ class AwmSession:
     the episode ends, and nothing the agent can call returns a reward.
     """
 
-    _world: AwmWorld
+    _world: SessionWorld
     _task: Task
     _prepared: Prepared
     db: Path  # where this process reaches the episode's DB (through its scenario's tmpfs when it has one)

@@ -36,13 +36,13 @@ from awm_runtime.verifiers import Judge, Sandbox
 from awm_runtime.worlds._dbbuild import BuildReport
 from awm_runtime.worlds._disk import AUTO_FLOOR_MIB, episodes_fit, quota_mib
 from awm_runtime.worlds._format import Dataset, LoadProblem, Scenario, Solution
-from awm_runtime.worlds._options import WorldOptions
+from awm_runtime.worlds._options import PoolOptions, WorldOptions
 from awm_runtime.worlds._session import AwmSession, Prepared
 from awm_runtime.worlds._templates import INLINE_COPY_BYTES, clone_checked, read_template, write_new
 from awm_runtime.worlds._verify import Verifier
 from awm_runtime.worlds._workdir import TEMPLATES, default_workdir
 from awm_runtime.worlds._world_worker import EPISODES
-from awm_runtime.worlds._world_worker_pool import LoadSpec, PoolOptions, WorldWorkerPool
+from awm_runtime.worlds._world_worker_pool import LoadSpec, WorldWorkerPool
 
 log = get_logger("awm_runtime.worlds")
 

@@ -12,17 +12,15 @@ import resource
 import signal
 import time
 from collections import deque
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from awm_runtime._errors import WorldError
 from awm_runtime._log import get_logger
 from awm_runtime.isolation import MAX_FRAME, FrameError, encode, read_frame
 from awm_runtime.worlds._host import IDLE_CONNECTIONS, SPARE_FILES
+from awm_runtime.worlds._options import PoolOptions
 from awm_runtime.worlds._world_worker import CALL_THREADS
-from awm_runtime.worlds._world_zygote import exit_text, reap_later
-
-if TYPE_CHECKING:
-    from awm_runtime.worlds._world_worker_pool import WorldWorkerPool
+from awm_runtime.worlds._world_zygote import Zygote, exit_text, reap_later
 
 log = get_logger("awm_runtime.worlds")
 
@@ -34,6 +32,29 @@ def _hard_open_files() -> int:
     """This process's hard open-file limit: a worker cannot raise its own past it."""
     hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
     return OPEN_FILES if hard == resource.RLIM_INFINITY else int(hard)
+
+
+class Pool(Protocol):
+    """What a worker's handle needs of its pool (a `WorldWorkerPool`): limits, the zygote, the scenario's directory
+    and import, and the counters it keeps."""
+
+    options: PoolOptions
+    zygote: Zygote
+    started: int
+    replaced: int
+    imports: int
+
+    def directory(self, scenario: str) -> str:
+        """The scenario's directory, as its workers see it."""
+        ...
+
+    async def load_message(self, scenario: str) -> dict[str, Any]:
+        """An import of the scenario for a further worker."""
+        ...
+
+    def forget(self, worker: WorldWorker) -> None:
+        """`worker` takes no new request."""
+        ...
 
 
 class Died(Exception):
@@ -57,7 +78,7 @@ class WorldWorker:
     passes its timeout the worker *retires*: it takes no new call and is killed once the calls it still runs
     have ended, so a hung call costs its own episode only."""
 
-    def __init__(self, pool: WorldWorkerPool, scenario: str) -> None:
+    def __init__(self, pool: Pool, scenario: str) -> None:
         self.pool, self.scenario = pool, scenario
         self.pid: int | None = None
         self.writer: asyncio.StreamWriter | None = None

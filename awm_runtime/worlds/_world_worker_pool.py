@@ -33,7 +33,7 @@ from typing import Any
 
 from awm_runtime._errors import WorldError
 from awm_runtime._log import get_logger
-from awm_runtime.worlds._call_threads import IDLE_EXIT_S
+from awm_runtime.worlds._options import PoolOptions
 from awm_runtime.worlds._world_worker import EPISODES
 from awm_runtime.worlds._world_worker_handle import Collateral, Gone, WorldWorker
 from awm_runtime.worlds._world_zygote import Zygote, reap_later
@@ -53,23 +53,6 @@ SUSPECTS = 8  # calls of a scenario run again at once, each alone in a worker of
 def default_workers() -> int:
     """Most workers per scenario when PoolOptions.workers is 0: one per core, between 2 and 8."""
     return max(2, min(8, os.cpu_count() or 2))
-
-
-@dataclass(frozen=True, slots=True)
-class PoolOptions:
-    """The pool's limits: workers per scenario and in all, timeouts, and each worker's resource limits."""
-
-    workers: int = 0  # most workers per scenario; 0: one per core, between 2 and 8
-    max_workers: int = 64  # most workers alive at once (idle ones are stopped first)
-    tool_timeout_s: float = 30.0
-    load_timeout_s: float = 120.0
-    validate_arguments: bool = True
-    memory_mb: int = 1024  # each worker's address space
-    cpu_s: int = 600  # each worker's CPU seconds (it is replaced before it reaches them)
-    file_mb: int = 1024  # largest file (episode DB) a worker may write
-    disk_mib: int = 256  # all of a scenario's files together (a tmpfs of this size on its directory)
-    unsafe: bool = False  # --unsafe-no-sandbox: rlimits only
-    call_idle_exit_s: float = IDLE_EXIT_S  # a worker's call thread parked this long ends (`_call_threads`)
 
 
 @dataclass(frozen=True, slots=True)

@@ -162,7 +162,8 @@ def test_an_episode_s_calls_go_back_to_the_worker_that_keeps_its_connection() ->
     """Unless that worker is `LOAD_PENALTY` calls busier than the least loaded one, or no longer takes calls."""
     from types import SimpleNamespace
 
-    from awm_runtime.worlds._world_worker_pool import LOAD_PENALTY, PoolOptions, WorldWorkerPool
+    from awm_runtime.worlds._options import PoolOptions
+    from awm_runtime.worlds._world_worker_pool import LOAD_PENALTY, WorldWorkerPool
 
     pool = WorldWorkerPool(PoolOptions(workers=2))
     a, b = SimpleNamespace(usable=True, queued=0), SimpleNamespace(usable=True, queued=0)
