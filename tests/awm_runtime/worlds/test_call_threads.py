@@ -45,6 +45,14 @@ class _Log:
             assert self.done.acquire(timeout=timeout_s), "a call never ended"
 
 
+def _sleeper_then_quick(threads: CallThreads, sleeper: str, quick: str, *, sleep_s: float, gap_s: float) -> None:
+    """Send a call that sleeps `sleep_s`, then, `gap_s` later, six quick calls named `quick` + 0..5 behind it."""
+    threads.submit((sleeper, lambda: time.sleep(sleep_s)))
+    time.sleep(gap_s)
+    for i in range(6):
+        threads.submit((f"{quick}{i}", lambda: _burn(0.001)))
+
+
 def test_calls_that_use_the_cpu_run_one_after_another_on_one_thread() -> None:
     log = _Log()
     # a burning call is not left unscheduled for 0.2 s, even on a busy machine
@@ -107,10 +115,7 @@ def test_a_burst_of_hung_calls_all_runs_side_by_side_up_to_the_thread_limit() ->
 def test_threads_whose_permit_is_not_needed_park_and_the_next_burst_runs_on_one() -> None:
     log = _Log()
     threads = CallThreads(log.handle, 32, window_s=0.05)  # a burning thread gets CPU in each window, even when loaded
-    threads.submit(("sleeper", lambda: time.sleep(0.5)))
-    time.sleep(0.03)
-    for i in range(6):
-        threads.submit((f"a{i}", lambda: _burn(0.001)))
+    _sleeper_then_quick(threads, "sleeper", "a", sleep_s=0.5, gap_s=0.03)
     log.wait(7)
     started = threads.threads
     assert started > 1
@@ -127,10 +132,7 @@ def test_parked_threads_take_a_permit_again_when_a_call_waits() -> None:
     log = _Log()
     threads = CallThreads(log.handle, 32, window_s=0.01)
     for round_ in range(2):
-        threads.submit((f"sleeper{round_}", lambda: time.sleep(0.6)))
-        time.sleep(0.03)
-        for i in range(6):
-            threads.submit((f"q{round_}.{i}", lambda: _burn(0.001)))
+        _sleeper_then_quick(threads, f"sleeper{round_}", f"q{round_}.", sleep_s=0.6, gap_s=0.03)
         log.wait(6)
         assert f"sleeper{round_}" not in log.ends, "the quick calls waited for the sleeping one"
         log.wait(1)
@@ -175,10 +177,7 @@ def test_threads_parked_past_their_idle_time_end_and_close_their_loops() -> None
 
     threads = CallThreads(handle, 32, window_s=0.02, idle_exit_s=0.3)
     for round_ in range(2):
-        threads.submit((f"sleeper{round_}", lambda: time.sleep(0.5)))
-        time.sleep(0.05)
-        for i in range(6):
-            threads.submit((f"q{round_}.{i}", lambda: _burn(0.001)))
+        _sleeper_then_quick(threads, f"sleeper{round_}", f"q{round_}.", sleep_s=0.5, gap_s=0.05)
         log.wait(7)
         assert threads.started > 1 + round_
         assert _until(lambda: threads.threads == 1), f"{threads.threads} threads still alive"
@@ -199,10 +198,7 @@ def test_a_thread_whose_loop_still_holds_a_task_is_kept() -> None:
         log.handle(job, loop)
 
     threads = CallThreads(handle, 32, window_s=0.02, idle_exit_s=0.1)
-    threads.submit(("sleeper", lambda: time.sleep(0.4)))
-    time.sleep(0.05)
-    for i in range(6):
-        threads.submit((f"q{i}", lambda: _burn(0.001)))
+    _sleeper_then_quick(threads, "sleeper", "q", sleep_s=0.4, gap_s=0.05)
     log.wait(7)
     started = threads.started
     assert started > 1
