@@ -42,6 +42,7 @@ from typing import Any
 
 from awm_runtime.isolation import (
     Confinement,
+    FdFrames,
     Limits,
     checkpoint_coverage,
     confine,
@@ -53,7 +54,6 @@ from awm_runtime.isolation import (
     mount_quota,
     namespace_fds,
     narrow,
-    read_frame_fd,
     resize_quota,
     write_all,
     yield_cpu,
@@ -99,7 +99,14 @@ class Worker:
         self.host: ScenarioHost | None = None
         self.out_fd = -1
         self.write_lock = threading.Lock()
-        self.calls = CallThreads(self._answer, CALL_THREADS, idle_exit_s=idle_exit_s)
+        self.calls = CallThreads(self._answer, CALL_THREADS, idle_exit_s=idle_exit_s, on_stuck=self._read_beside)
+        # Calls run in place on this thread get a loop of their own: the app's lifespan task stays on `loop`, which
+        # runs only while the app starts, as before. Made now, before scenario code, like `loop`.
+        self.here_loop = asyncio.new_event_loop()
+        self.frames: FdFrames | None = None
+        self.reading = threading.Lock()  # one reader of the request pipe at a time; a frame is read whole under it
+        self.beside_lock = threading.Lock()
+        self.beside = False  # a thread reads requests while the call run in place is stuck
 
     def _load(self, msg: dict[str, Any], import_db: str) -> dict[str, Any]:
         if self.host is not None:
@@ -172,6 +179,45 @@ class Worker:
             self.send({"ok": False, "error": f"the tool's reply cannot be sent ({describe(exc)})",
                        "id": msg.get("id")})
 
+    def _next(self) -> dict[str, Any] | None:
+        assert self.frames is not None
+        with self.reading:
+            msg: dict[str, Any] | None = self.frames.read()
+        return msg
+
+    def _read_beside(self) -> None:
+        """The call running in place on the main thread waits or hogs the CPU (the call threads' watchdog says
+        so): read the requests that come meanwhile on a thread of their own and hand them to the call threads,
+        so that a slow or hung call holds up its own episode only."""
+        with self.beside_lock:
+            if self.beside:
+                return
+            self.beside = True
+        threading.Thread(target=self._reader_beside, daemon=True, name="request-reader").start()
+
+    def _reader_beside(self) -> None:
+        try:
+            while True:
+                msg = self._next()
+                if msg is None or msg.get("op") == "exit":
+                    os._exit(0)  # as the main thread does at EOF or `exit`, with a call still running
+                if msg.get("op") == "call":
+                    self.calls.submit(msg)
+                else:
+                    try:
+                        reply = self.handle(msg)
+                    except BaseException as exc:
+                        reply = {"ok": False, "fatal": True, "error": describe(exc)}
+                    self.send({**(reply or {}), "id": msg.get("id")})
+                with self.beside_lock:
+                    if not self.calls.running_here:  # the main thread reads again from its next frame on
+                        self.beside = False
+                        return
+        except BaseException as exc:  # a broken request pipe: the worker ends, as the main thread's read would end it
+            with contextlib.suppress(Exception):
+                os.write(2, f"world worker failed: {describe(exc)}\n".encode())
+            os._exit(70)
+
     def send(self, reply: dict[str, Any]) -> None:
         frame = encode({**reply, "cpu_s": round(time.process_time(), 3)})
         with self.write_lock:
@@ -190,10 +236,14 @@ class Worker:
 
     def serve(self, in_fd: int, out_fd: int) -> None:
         self.out_fd = out_fd
-        while (msg := read_frame_fd(in_fd)) is not None:
+        self.frames = FdFrames(in_fd)
+        while (msg := self._next()) is not None:
             rid = msg.get("id")
             if msg.get("op") == "call":
-                self.calls.submit(msg)
+                # In place when no other call runs or waits: most calls come one at a time, and a hand-off to a
+                # call thread costs a wake-up each way. A call that turns out slow gets `_read_beside`.
+                if self.host is None or not self.calls.run_here(msg, self.here_loop):
+                    self.calls.submit(msg)
                 continue
             try:
                 reply = self.handle(msg)

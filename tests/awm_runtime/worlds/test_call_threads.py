@@ -204,3 +204,72 @@ def test_a_thread_whose_loop_still_holds_a_task_is_kept() -> None:
     assert started > 1
     time.sleep(0.8)  # several idle times: threads that may end would have ended by now
     assert threads.threads == started and threads.ended == 0
+
+
+def _in_place(threads: CallThreads, job: tuple[str, Callable[[], None]]) -> tuple[threading.Thread, list[bool]]:
+    """`run_here(job)` on a thread of the test's own (the world worker's main thread, in a worker)."""
+    ran: list[bool] = []
+    loop = asyncio.new_event_loop()
+
+    def main() -> None:
+        try:
+            ran.append(threads.run_here(job, loop))
+        finally:
+            loop.close()
+
+    thread = threading.Thread(target=main)
+    thread.start()
+    return thread, ran
+
+
+def test_a_call_run_in_place_runs_on_the_caller_s_thread_and_starts_no_call_thread() -> None:
+    log = _Log()
+    where: list[int] = []
+    stuck = threading.Event()
+    threads = CallThreads(log.handle, 32, window_s=0.2, on_stuck=stuck.set)
+    for i in range(5):
+        main, ran = _in_place(threads, (f"c{i}", lambda: (where.append(threading.get_ident()), _burn(0.002))))
+        main.join(30)
+        assert ran == [True] and where[-1] == main.ident
+    assert threads.threads == 0 and threads.started == 0 and not stuck.is_set()
+
+
+def test_no_call_runs_in_place_while_another_runs_or_waits() -> None:
+    log = _Log()
+    release = threading.Event()
+    threads = CallThreads(log.handle, 32)
+    threads.submit(("held", lambda: release.wait(30)))
+    assert _until(lambda: "held" in log.starts)
+    main, ran = _in_place(threads, ("second", lambda: None))
+    main.join(30)
+    assert ran == [False] and "second" not in log.starts  # the caller submits it instead
+    release.set()
+    log.wait(1)
+
+
+def test_a_call_in_place_that_waits_is_reported_stuck_and_the_calls_behind_it_run_on_threads() -> None:
+    """The world worker reads no request while it runs a call in place: the watchdog tells it (`on_stuck`) once
+    that call waits, and the calls it then hands over run beside it. Events, not clocks: this holds however slow
+    the machine."""
+    log = _Log()
+    stuck, release = threading.Event(), threading.Event()
+    stuck_calls: list[int] = []
+
+    def on_stuck() -> None:
+        stuck_calls.append(1)
+        stuck.set()
+
+    threads = CallThreads(log.handle, 32, window_s=0.02, on_stuck=on_stuck)
+    main, ran = _in_place(threads, ("sleeper", lambda: release.wait(60)))
+    assert stuck.wait(60), "the waiting call in place was never reported"
+    for i in range(5):
+        threads.submit((f"q{i}", lambda: _burn(0.002)))
+    log.wait(5)
+    assert "sleeper" not in log.ends  # they ran beside it
+    release.set()
+    main.join(30)
+    log.wait(1)
+    assert ran == [True] and stuck_calls == [1]  # reported once
+    main, ran = _in_place(threads, ("after", lambda: None))
+    main.join(30)
+    assert ran == [True]  # once nothing runs or waits, calls run in place again
