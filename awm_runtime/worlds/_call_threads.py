@@ -20,7 +20,12 @@ A thread parked for `IDLE_EXIT_S` ends and closes its event loop (its epoll and 
 a worker's threads follow the calls that waited side by side in the last seconds, not the most that ever did
 (issue 49: on a loaded machine a call the kernel leaves unscheduled for a window looks idle, lets three
 permits out, and a worker kept every thread it ever started, up to `most`: its descriptors grew through a
-run). The thread that holds the last permit never ends, nor one whose loop still holds tasks scenario code left.
+run). The thread that holds the last permit never ends (unless calls run in place: `run_here`, below; it then ends
+after `IDLE_EXIT_S` with no call), nor one whose loop still holds tasks scenario code left.
+
+`run_here` runs a job on the caller's thread when no call runs or waits (issue 49: the hand-off to a call
+thread cost a wake-up each way, ~8 futex calls a call). It holds a permit and is judged as any running call;
+once it is idle or a hog, `on_stuck` tells the caller, whose next jobs then go to the threads.
 
 Wall time alone cannot tell a sleeping call from one the kernel has not scheduled yet. A first gate that
 counted any call running past 50 ms as slow let 60-90% of a loaded worker's calls start beside another
@@ -70,6 +75,7 @@ class CallThreads:
         self._here: _Call | None = None  # the call `run_here` runs, if one does
         self._here_seen = False  # a call ran in place since the watchdog's last look
         self._watchdog = False  # started
+        self._in_place = False  # `run_here` has run a call: the last thread may end too, once idle
         self._jobs: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._wake = threading.Condition(self._lock)  # parked threads wait here for a permit
@@ -105,7 +111,7 @@ class CallThreads:
             cpu = time.clock_gettime(clock)
             self._here = self._running[me] = _Call(clock, cpu, cpu, time.monotonic())
             self._holders += 1
-            self._here_seen = True
+            self._here_seen = self._in_place = True
             self._watch_now()
         try:
             self._handle(job, loop)
@@ -153,9 +159,19 @@ class CallThreads:
                 if self._holders > self._allowed() and not self._park(may_end=not asyncio.all_tasks(loop)):
                     break
                 spare = self._holders > 1  # this permit may stop being needed while it waits for a job
+                last = not spare and self._in_place  # the last permit's holder, where calls may run in place
             try:
-                job = self._jobs.get(timeout=self.window_s) if spare else self._jobs.get()
+                if spare:
+                    job = self._jobs.get(timeout=self.window_s)
+                else:
+                    job = self._jobs.get(timeout=self.idle_exit_s) if last else self._jobs.get()
             except queue.Empty:
+                with self._lock:
+                    if last and self._jobs.empty() and not asyncio.all_tasks(loop):
+                        self._holders -= 1  # no call came for its idle time: calls one at a time run in place
+                        self.threads -= 1
+                        self.ended += 1
+                        break
                 continue
             cpu = time.clock_gettime(clock)
             with self._lock:

@@ -17,7 +17,9 @@ state is its DB file, so a replacement worker can serve any episode of the scena
 Tool calls run side by side, each on one of up to `CALL_THREADS` threads with its own event loop:
 generated handlers are async functions that block on SQLite, so one loop would serve them one at a
 time and a slow or hung call would hold up every episode of the scenario (issue 31). They run one
-at a time while each uses the CPU, as threads fighting over the GIL cost CPU (`_call_threads`). Before the
+at a time while each uses the CPU, as threads fighting over the GIL cost CPU (`_call_threads`). A call that comes
+when no other runs or waits runs in place on the main thread, with no hand-off; if it turns out to wait or hog the
+CPU, a reader thread takes the requests that come meanwhile to the call threads (`_requests`). Before the
 worker serves, every descriptor its scenario's code opened while importing is pointed at /dev/null.
 """
 
@@ -42,7 +44,6 @@ from typing import Any
 
 from awm_runtime.isolation import (
     Confinement,
-    FdFrames,
     Limits,
     checkpoint_coverage,
     confine,
@@ -64,6 +65,7 @@ from awm_runtime.worlds._dbbuild import build_database
 from awm_runtime.worlds._descriptors import blank_fds, descriptors_exhausted, open_fds
 from awm_runtime.worlds._format import ScenarioSource, TableDef
 from awm_runtime.worlds._host import SWEEP_S, ScenarioHost, drop_unlinked, keep_within
+from awm_runtime.worlds._requests import Requests
 
 # What generated FastAPI apps import: loaded once in the zygote, so a worker imports little.
 PRELOAD = ("fastapi", "fastapi.responses", "fastapi.encoders", "fastapi.openapi.utils", "pydantic", "sqlalchemy",
@@ -103,10 +105,7 @@ class Worker:
         # Calls run in place on this thread get a loop of their own: the app's lifespan task stays on `loop`, which
         # runs only while the app starts, as before. Made now, before scenario code, like `loop`.
         self.here_loop = asyncio.new_event_loop()
-        self.frames: FdFrames | None = None
-        self.reading = threading.Lock()  # one reader of the request pipe at a time; a frame is read whole under it
-        self.beside_lock = threading.Lock()
-        self.beside = False  # a thread reads requests while the call run in place is stuck
+        self.requests: Requests | None = None
 
     def _load(self, msg: dict[str, Any], import_db: str) -> dict[str, Any]:
         if self.host is not None:
@@ -179,44 +178,17 @@ class Worker:
             self.send({"ok": False, "error": f"the tool's reply cannot be sent ({describe(exc)})",
                        "id": msg.get("id")})
 
-    def _next(self) -> dict[str, Any] | None:
-        assert self.frames is not None
-        with self.reading:
-            msg: dict[str, Any] | None = self.frames.read()
-        return msg
-
     def _read_beside(self) -> None:
-        """The call running in place on the main thread waits or hogs the CPU (the call threads' watchdog says
-        so): read the requests that come meanwhile on a thread of their own and hand them to the call threads,
-        so that a slow or hung call holds up its own episode only."""
-        with self.beside_lock:
-            if self.beside:
-                return
-            self.beside = True
-        threading.Thread(target=self._reader_beside, daemon=True, name="request-reader").start()
+        if self.requests is not None:
+            self.requests.read_beside()
 
-    def _reader_beside(self) -> None:
+    def _answer_beside(self, msg: dict[str, Any]) -> None:
+        """A request other than a call, read while a call runs in place (none is expected then)."""
         try:
-            while True:
-                msg = self._next()
-                if msg is None or msg.get("op") == "exit":
-                    os._exit(0)  # as the main thread does at EOF or `exit`, with a call still running
-                if msg.get("op") == "call":
-                    self.calls.submit(msg)
-                else:
-                    try:
-                        reply = self.handle(msg)
-                    except BaseException as exc:
-                        reply = {"ok": False, "fatal": True, "error": describe(exc)}
-                    self.send({**(reply or {}), "id": msg.get("id")})
-                with self.beside_lock:
-                    if not self.calls.running_here:  # the main thread reads again from its next frame on
-                        self.beside = False
-                        return
-        except BaseException as exc:  # a broken request pipe: the worker ends, as the main thread's read would end it
-            with contextlib.suppress(Exception):
-                os.write(2, f"world worker failed: {describe(exc)}\n".encode())
-            os._exit(70)
+            reply = self.handle(msg)
+        except BaseException as exc:
+            reply = {"ok": False, "fatal": True, "error": describe(exc)}
+        self.send({**(reply or {}), "id": msg.get("id")})
 
     def send(self, reply: dict[str, Any]) -> None:
         frame = encode({**reply, "cpu_s": round(time.process_time(), 3)})
@@ -236,12 +208,13 @@ class Worker:
 
     def serve(self, in_fd: int, out_fd: int) -> None:
         self.out_fd = out_fd
-        self.frames = FdFrames(in_fd)
-        while (msg := self._next()) is not None:
+        self.requests = requests = Requests(in_fd, submit=self.calls.submit, answer=self._answer_beside,
+                                            running_here=lambda: self.calls.running_here, failed=describe)
+        while (msg := requests.next()) is not None:
             rid = msg.get("id")
             if msg.get("op") == "call":
                 # In place when no other call runs or waits: most calls come one at a time, and a hand-off to a
-                # call thread costs a wake-up each way. A call that turns out slow gets `_read_beside`.
+                # call thread costs a wake-up each way. A call that turns out slow gets a reader beside it.
                 if self.host is None or not self.calls.run_here(msg, self.here_loop):
                     self.calls.submit(msg)
                 continue

@@ -273,3 +273,18 @@ def test_a_call_in_place_that_waits_is_reported_stuck_and_the_calls_behind_it_ru
     main, ran = _in_place(threads, ("after", lambda: None))
     main.join(30)
     assert ran == [True]  # once nothing runs or waits, calls run in place again
+
+
+def test_where_calls_run_in_place_the_last_call_thread_ends_too_once_idle() -> None:
+    log = _Log()
+    threads = CallThreads(log.handle, 32, window_s=0.02, idle_exit_s=0.2)
+    main, ran = _in_place(threads, ("first", lambda: None))
+    main.join(30)
+    _sleeper_then_quick(threads, "sleeper", "q", sleep_s=0.3, gap_s=0.03)
+    log.wait(8)
+    assert ran == [True] and threads.started >= 1
+    assert _until(lambda: threads.threads == 0), f"{threads.threads} threads still alive"
+    assert threads.ended == threads.started
+    threads.submit(("after", lambda: _burn(0.001)))  # a thread again when a call is handed over
+    log.wait(1)
+    assert threads.threads == 1
