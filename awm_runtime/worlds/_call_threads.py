@@ -96,6 +96,8 @@ class CallThreads:
         with self._lock:
             if self.threads == 0:
                 self._start()
+            if self._here is not None and self._here.stuck:
+                self._grant()  # handed over beside a call in place already found idle: its permits are out now
             self._watch_now()
 
     def run_here(self, job: Any, loop: asyncio.AbstractEventLoop) -> bool:
@@ -144,6 +146,18 @@ class CallThreads:
         self.started += 1
         self._holders += 1
         threading.Thread(target=self._main, daemon=True, name=f"call-{self.started}").start()
+
+    def _grant(self) -> None:
+        """Hand out the permits now allowed while jobs wait: to parked threads first, else to new ones (under the
+        lock)."""
+        while not self._jobs.empty() and self._holders + self._granted < self._allowed():
+            if self._parked > self._granted:
+                self._granted += 1
+                self._wake.notify()
+            elif self.threads < self.most:
+                self._start()
+            else:
+                break
 
     def _allowed(self) -> int:
         """Permits to keep out now: one, and three more for each idle call (under the lock)."""
@@ -231,13 +245,6 @@ class CallThreads:
                 self._look()
                 if here is not None and not here.busy and not here.stuck:
                     here.stuck = stuck = True
-                while not self._jobs.empty() and self._holders + self._granted < self._allowed():
-                    if self._parked > self._granted:
-                        self._granted += 1
-                        self._wake.notify()
-                    elif self.threads < self.most:
-                        self._start()
-                    else:
-                        break
+                self._grant()
             if stuck and self._on_stuck is not None:
                 self._on_stuck()
