@@ -278,6 +278,7 @@ def test_a_call_in_place_that_waits_is_reported_stuck_and_the_calls_behind_it_ru
     main.join(30)
     log.wait(1)
     assert ran == [True] and stuck_calls == [1]  # reported once
+    assert _until(lambda: not threads._running)  # the last call's thread has left it (after its handler's end)
     main, ran = _in_place(threads, ("after", lambda: None))
     main.join(30)
     assert ran == [True]  # once nothing runs or waits, calls run in place again
