@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import os
 import struct
+from collections import deque
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -28,7 +30,7 @@ def encode(obj: Any) -> bytes:
     return HEADER.pack(len(body)) + body
 
 
-def decode(body: bytes) -> Any:
+def decode(body: bytes | bytearray | memoryview) -> Any:
     try:
         return orjson.loads(body)
     except orjson.JSONDecodeError as exc:
@@ -65,6 +67,74 @@ def read_frame_fd(fd: int) -> Any | None:
         raise FrameError(f"frame of {size} bytes exceeds the {MAX_FRAME}-byte limit")
     body = read_exact(fd, size)
     return None if body is None else decode(body)
+
+
+class Frames:
+    """Frames parsed out of a byte stream that arrives in chunks of any size (a pipe's reads).
+
+    A chunk that is exactly one frame (what one `encode` written in one write usually arrives as) is decoded in
+    place; only a frame split across chunks, or chunks holding several, is copied out of the kept bytes."""
+
+    __slots__ = ("_buf",)
+
+    def __init__(self) -> None:
+        self._buf = bytearray()
+
+    @property
+    def held(self) -> int:
+        """Bytes kept of a frame not yet whole."""
+        return len(self._buf)
+
+    def feed(self, data: bytes) -> Iterator[Any]:
+        """The frames that `data` completes, decoded, in order; FrameError (once the frames before it are given)
+        on a frame over `MAX_FRAME` or not JSON."""
+        buf = self._buf
+        if not buf and len(data) >= HEADER.size:
+            (size,) = HEADER.unpack_from(data)
+            if size > MAX_FRAME:
+                raise FrameError(f"frame of {size} bytes exceeds the {MAX_FRAME}-byte limit")
+            if len(data) == HEADER.size + size:
+                yield decode(memoryview(data)[HEADER.size:])
+                return
+        buf += data
+        while len(buf) >= HEADER.size:
+            (size,) = HEADER.unpack_from(buf)
+            if size > MAX_FRAME:
+                raise FrameError(f"frame of {size} bytes exceeds the {MAX_FRAME}-byte limit")
+            end = HEADER.size + size
+            if len(buf) < end:
+                break
+            body = bytes(buf[HEADER.size:end])
+            del buf[:end]
+            yield decode(body)
+
+
+class FdFrames:
+    """Frames from a blocking fd, read in chunks of up to `chunk` bytes: a small frame costs one read, not two."""
+
+    __slots__ = ("_chunk", "_error", "_fd", "_frames", "_ready")
+
+    def __init__(self, fd: int, chunk: int = 1 << 16) -> None:
+        self._fd, self._chunk = fd, chunk
+        self._frames = Frames()
+        self._ready: deque[Any] = deque()
+        self._error: FrameError | None = None
+
+    def read(self) -> Any | None:
+        """The next frame, or None at EOF (a frame cut short by it included); FrameError at a frame that is not
+        one, once the frames before it are read."""
+        while not self._ready:
+            if self._error is not None:
+                raise self._error
+            chunk = os.read(self._fd, self._chunk)
+            if not chunk:
+                return None
+            try:
+                for frame in self._frames.feed(chunk):
+                    self._ready.append(frame)
+            except FrameError as exc:
+                self._error = exc
+        return self._ready.popleft()
 
 
 def write_all(fd: int, data: bytes) -> None:

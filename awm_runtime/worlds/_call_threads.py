@@ -20,7 +20,12 @@ A thread parked for `IDLE_EXIT_S` ends and closes its event loop (its epoll and 
 a worker's threads follow the calls that waited side by side in the last seconds, not the most that ever did
 (issue 49: on a loaded machine a call the kernel leaves unscheduled for a window looks idle, lets three
 permits out, and a worker kept every thread it ever started, up to `most`: its descriptors grew through a
-run). The thread that holds the last permit never ends, nor one whose loop still holds tasks scenario code left.
+run). The thread that holds the last permit never ends (unless calls run in place: `run_here`, below; it then ends
+after `IDLE_EXIT_S` with no call), nor one whose loop still holds tasks scenario code left.
+
+`run_here` runs a job on the caller's thread when no call runs or waits (issue 49: the hand-off to a call
+thread cost a wake-up each way, ~8 futex calls a call). It holds a permit and is judged as any running call;
+once it is idle or a hog, `on_stuck` tells the caller, whose next jobs then go to the threads.
 
 Wall time alone cannot tell a sleeping call from one the kernel has not scheduled yet. A first gate that
 counted any call running past 50 ms as slow let 60-90% of a loaded worker's calls start beside another
@@ -52,6 +57,7 @@ class _Call:
     seen_cpu: float  # its clock at the watchdog's last look (or at its start)
     seen_at: float  # when that was (monotonic)
     busy: bool = True
+    stuck: bool = False  # a call run in place that the watchdog found idle or hogging (`on_stuck` was called)
 
 
 class CallThreads:
@@ -61,10 +67,15 @@ class CallThreads:
 
     def __init__(self, handle: Callable[[Any, asyncio.AbstractEventLoop], None], most: int, *,
                  window_s: float = WINDOW_S, min_cpu_s: float = MIN_CPU_S, hog_s: float = HOG_S,
-                 idle_exit_s: float = IDLE_EXIT_S) -> None:
+                 idle_exit_s: float = IDLE_EXIT_S, on_stuck: Callable[[], None] | None = None) -> None:
         self.most, self.window_s, self.min_cpu_s, self.hog_s = most, window_s, min_cpu_s, hog_s
         self.idle_exit_s = idle_exit_s
         self._handle = handle
+        self._on_stuck = on_stuck
+        self._here: _Call | None = None  # the call `run_here` runs, if one does
+        self._here_seen = False  # a call ran in place since the watchdog's last look
+        self._watchdog = False  # started
+        self._in_place = False  # `run_here` has run a call: the last thread may end too, once idle
         self._jobs: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._wake = threading.Condition(self._lock)  # parked threads wait here for a permit
@@ -84,11 +95,50 @@ class CallThreads:
         self._jobs.put(job)
         with self._lock:
             if self.threads == 0:
-                threading.Thread(target=self._watch, daemon=True, name="call-watchdog").start()
                 self._start()
-            if not self._watching:
-                self._watching = True
-                self._queued.notify()
+            if self._here is not None and self._here.stuck:
+                self._grant()  # handed over beside a call in place already found idle: its permits are out now
+            self._watch_now()
+
+    def run_here(self, job: Any, loop: asyncio.AbstractEventLoop) -> bool:
+        """Run `job` on the calling thread, now, if no call runs or waits: the call then costs no hand-off to a
+        call thread (a wake-up of another thread each way). Meanwhile it holds a permit, and the watchdog judges
+        it as it judges any running call; once it is idle or a hog, `on_stuck` is called (once), so that the
+        caller hands the jobs that come next to the threads. False, with nothing run, when a call runs or waits."""
+        me = threading.get_ident()
+        with self._lock:
+            if self._running or self._here is not None or not self._jobs.empty():
+                return False
+            clock = time.pthread_getcpuclockid(me)  # not kept: a later thread may reuse the ident
+            cpu = time.clock_gettime(clock)
+            self._here = self._running[me] = _Call(clock, cpu, cpu, time.monotonic())
+            self._holders += 1
+            self._here_seen = self._in_place = True
+            self._watch_now()
+        try:
+            self._handle(job, loop)
+        except BaseException:  # `handle` answers its own errors
+            traceback.print_exc()
+        finally:
+            with self._lock:
+                del self._running[me]
+                self._here = None
+                self._holders -= 1
+        return True
+
+    @property
+    def running_here(self) -> bool:
+        """Whether a call runs in place (`run_here`) now."""
+        return self._here is not None
+
+    def _watch_now(self) -> None:
+        """Have the watchdog look every window from now on (under the lock): a thread of its own, started once."""
+        if not self._watchdog:
+            self._watchdog = True
+            threading.Thread(target=self._watch, daemon=True, name="call-watchdog").start()
+        if not self._watching:
+            self._watching = True
+            self._queued.notify()
 
     def _start(self) -> None:
         """A new thread, holding a permit (under the lock)."""
@@ -96,6 +146,18 @@ class CallThreads:
         self.started += 1
         self._holders += 1
         threading.Thread(target=self._main, daemon=True, name=f"call-{self.started}").start()
+
+    def _grant(self) -> None:
+        """Hand out the permits now allowed while jobs wait: to parked threads first, else to new ones (under the
+        lock)."""
+        while not self._jobs.empty() and self._holders + self._granted < self._allowed():
+            if self._parked > self._granted:
+                self._granted += 1
+                self._wake.notify()
+            elif self.threads < self.most:
+                self._start()
+            else:
+                break
 
     def _allowed(self) -> int:
         """Permits to keep out now: one, and three more for each idle call (under the lock)."""
@@ -111,9 +173,19 @@ class CallThreads:
                 if self._holders > self._allowed() and not self._park(may_end=not asyncio.all_tasks(loop)):
                     break
                 spare = self._holders > 1  # this permit may stop being needed while it waits for a job
+                last = not spare and self._in_place  # the last permit's holder, where calls may run in place
             try:
-                job = self._jobs.get(timeout=self.window_s) if spare else self._jobs.get()
+                if spare:
+                    job = self._jobs.get(timeout=self.window_s)
+                else:
+                    job = self._jobs.get(timeout=self.idle_exit_s) if last else self._jobs.get()
             except queue.Empty:
+                with self._lock:
+                    if last and self._jobs.empty() and not asyncio.all_tasks(loop):
+                        self._holders -= 1  # no call came for its idle time: calls one at a time run in place
+                        self.threads -= 1
+                        self.ended += 1
+                        break
                 continue
             cpu = time.clock_gettime(clock)
             with self._lock:
@@ -164,16 +236,15 @@ class CallThreads:
                 while not self._watching:
                     self._queued.wait()
             time.sleep(self.window_s)
+            stuck = False
             with self._lock:
-                if self._jobs.empty():
-                    self._watching = False
+                here, seen, self._here_seen = self._here, self._here_seen, False
+                if self._jobs.empty() and here is None:
+                    self._watching = seen  # calls run in place come one after another: keep looking a window more
                     continue
                 self._look()
-                while self._holders + self._granted < self._allowed():
-                    if self._parked > self._granted:
-                        self._granted += 1
-                        self._wake.notify()
-                    elif self.threads < self.most:
-                        self._start()
-                    else:
-                        break
+                if here is not None and not here.busy and not here.stuck:
+                    here.stuck = stuck = True
+                self._grant()
+            if stuck and self._on_stuck is not None:
+                self._on_stuck()

@@ -17,7 +17,9 @@ state is its DB file, so a replacement worker can serve any episode of the scena
 Tool calls run side by side, each on one of up to `CALL_THREADS` threads with its own event loop:
 generated handlers are async functions that block on SQLite, so one loop would serve them one at a
 time and a slow or hung call would hold up every episode of the scenario (issue 31). They run one
-at a time while each uses the CPU, as threads fighting over the GIL cost CPU (`_call_threads`). Before the
+at a time while each uses the CPU, as threads fighting over the GIL cost CPU (`_call_threads`). A call that comes
+when no other runs or waits runs in place on the main thread, with no hand-off; if it turns out to wait or hog the
+CPU, a reader thread takes the requests that come meanwhile to the call threads (`_requests`). Before the
 worker serves, every descriptor its scenario's code opened while importing is pointed at /dev/null.
 """
 
@@ -53,7 +55,6 @@ from awm_runtime.isolation import (
     mount_quota,
     namespace_fds,
     narrow,
-    read_frame_fd,
     resize_quota,
     write_all,
     yield_cpu,
@@ -64,6 +65,7 @@ from awm_runtime.worlds._dbbuild import build_database
 from awm_runtime.worlds._descriptors import blank_fds, descriptors_exhausted, open_fds
 from awm_runtime.worlds._format import ScenarioSource, TableDef
 from awm_runtime.worlds._host import SWEEP_S, ScenarioHost, drop_unlinked, keep_within
+from awm_runtime.worlds._requests import Requests
 
 # What generated FastAPI apps import: loaded once in the zygote, so a worker imports little.
 PRELOAD = ("fastapi", "fastapi.responses", "fastapi.encoders", "fastapi.openapi.utils", "pydantic", "sqlalchemy",
@@ -99,7 +101,11 @@ class Worker:
         self.host: ScenarioHost | None = None
         self.out_fd = -1
         self.write_lock = threading.Lock()
-        self.calls = CallThreads(self._answer, CALL_THREADS, idle_exit_s=idle_exit_s)
+        self.calls = CallThreads(self._answer, CALL_THREADS, idle_exit_s=idle_exit_s, on_stuck=self._read_beside)
+        # Calls run in place on this thread get a loop of their own: the app's lifespan task stays on `loop`, which
+        # runs only while the app starts, as before. Made now, before scenario code, like `loop`.
+        self.here_loop = asyncio.new_event_loop()
+        self.requests: Requests | None = None
 
     def _load(self, msg: dict[str, Any], import_db: str) -> dict[str, Any]:
         if self.host is not None:
@@ -172,6 +178,18 @@ class Worker:
             self.send({"ok": False, "error": f"the tool's reply cannot be sent ({describe(exc)})",
                        "id": msg.get("id")})
 
+    def _read_beside(self) -> None:
+        if self.requests is not None:
+            self.requests.read_beside()
+
+    def _answer_beside(self, msg: dict[str, Any]) -> None:
+        """A request other than a call, read while a call runs in place (none is expected then)."""
+        try:
+            reply = self.handle(msg)
+        except BaseException as exc:
+            reply = {"ok": False, "fatal": True, "error": describe(exc)}
+        self.send({**(reply or {}), "id": msg.get("id")})
+
     def send(self, reply: dict[str, Any]) -> None:
         frame = encode({**reply, "cpu_s": round(time.process_time(), 3)})
         with self.write_lock:
@@ -190,10 +208,15 @@ class Worker:
 
     def serve(self, in_fd: int, out_fd: int) -> None:
         self.out_fd = out_fd
-        while (msg := read_frame_fd(in_fd)) is not None:
+        self.requests = requests = Requests(in_fd, submit=self.calls.submit, answer=self._answer_beside,
+                                            running_here=lambda: self.calls.running_here, failed=describe)
+        while (msg := requests.next()) is not None:
             rid = msg.get("id")
             if msg.get("op") == "call":
-                self.calls.submit(msg)
+                # In place when no other call runs or waits: most calls come one at a time, and a hand-off to a
+                # call thread costs a wake-up each way. A call that turns out slow gets a reader beside it.
+                if self.host is None or not self.calls.run_here(msg, self.here_loop):
+                    self.calls.submit(msg)
                 continue
             try:
                 reply = self.handle(msg)

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 from awm_runtime._errors import WorldError
 from awm_runtime._log import get_logger
-from awm_runtime.isolation import MAX_FRAME, FrameError, encode, read_frame
+from awm_runtime.isolation import FrameError, Frames, encode
 from awm_runtime.worlds._host import IDLE_CONNECTIONS, SPARE_FILES
 from awm_runtime.worlds._options import PoolOptions
 from awm_runtime.worlds._world_worker import CALL_THREADS
@@ -65,6 +65,40 @@ class Died(Exception):
         self.in_flight = in_flight
 
 
+class _Replies(asyncio.Protocol):
+    """The worker's reply pipe: each whole frame goes to `on_reply` as it arrives (no reader task between the pipe
+    and the request's future); `closed` gets why the pipe ended (EOF, an error, a frame that is not one)."""
+
+    def __init__(self, on_reply: Any, closed: asyncio.Future[str]) -> None:
+        self.on_reply, self.closed = on_reply, closed
+        self.frames = Frames()
+        self.transport: asyncio.ReadTransport | None = None
+        self.why = ""
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+
+    def data_received(self, data: bytes) -> None:
+        if self.why:
+            return
+        try:
+            for reply in self.frames.feed(data):
+                self.on_reply(reply)
+        except (FrameError, ValueError, TypeError) as exc:  # a worker that sends what is not a reply is broken
+            self.why = type(exc).__name__
+            if self.transport is not None:
+                self.transport.close()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if not self.closed.done():
+            self.closed.set_result(self.why or (type(exc).__name__ if exc is not None else "IncompleteReadError"))
+
+
+def _expire(future: asyncio.Future[Any]) -> None:
+    if not future.done():
+        future.set_exception(TimeoutError())
+
+
 class Gone(Exception):
     """The worker picked for a request ended before the request could start: pick another."""
 
@@ -92,7 +126,8 @@ class WorldWorker:
         self.last_used = time.monotonic()
         self.stderr: deque[str] = deque(maxlen=20)
         self._ids = itertools.count(1)
-        self._tasks: list[asyncio.Task[None]] = []
+        self._drainer: asyncio.Task[None] | None = None  # keeps its stderr pipe flowing
+        self._closed: asyncio.Future[str] | None = None  # its reply pipe ended (it exited or was killed): why
         self._death: asyncio.Future[str] | None = None
 
     @property
@@ -111,8 +146,9 @@ class WorldWorker:
                                               "open_files": min(OPEN_FILES, _hard_open_files())},
             "call_idle_exit_s": o.call_idle_exit_s})
         loop = asyncio.get_running_loop()
-        reader = asyncio.StreamReader(limit=MAX_FRAME, loop=loop)
-        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(rep_r, "rb", 0))
+        closed: asyncio.Future[str] = loop.create_future()
+        closed.add_done_callback(self._lost)
+        await loop.connect_read_pipe(lambda: _Replies(self._reply, closed), os.fdopen(rep_r, "rb", 0))
         errors = asyncio.StreamReader(loop=loop)
         await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(errors), os.fdopen(err_r, "rb", 0))
         transport, protocol = await loop.connect_write_pipe(
@@ -120,23 +156,22 @@ class WorldWorker:
         self.writer = asyncio.StreamWriter(transport, protocol, None, loop)
         self.pid, self.loaded, self.cpu_s = pid, False, 0.0
         self.pool.started += 1
-        self._tasks = [loop.create_task(self._read(reader)), loop.create_task(self._drain(errors))]
+        self._closed, self._drainer = closed, loop.create_task(self._drain(errors))
 
-    async def _read(self, reader: asyncio.StreamReader) -> None:
-        """Hand each reply to the future of its id; a reply nobody waits for any more is dropped."""
-        try:
-            while True:
-                reply = await read_frame(reader)
-                rid = reply.pop("id", None) if isinstance(reply, dict) else None
-                future = self.pending.pop(rid, None) if isinstance(rid, int) else None
-                if future is None:
-                    log.debug("world_reply_discarded", scenario=self.scenario, request=rid)
-                    continue
-                self.cpu_s = float(reply.pop("cpu_s", self.cpu_s) or 0)
-                if not future.done():
-                    future.set_result(reply)
-        except (asyncio.IncompleteReadError, ConnectionError, FrameError, OSError, ValueError) as exc:
-            why = type(exc).__name__
+    def _reply(self, reply: Any) -> None:
+        """Hand a reply to the future of its id; a reply nobody waits for any more is dropped."""
+        rid = reply.pop("id", None) if isinstance(reply, dict) else None
+        future = self.pending.pop(rid, None) if isinstance(rid, int) else None
+        if future is None:
+            log.debug("world_reply_discarded", scenario=self.scenario, request=rid)
+            return
+        self.cpu_s = float(reply.pop("cpu_s", self.cpu_s) or 0)
+        if not future.done():
+            future.set_result(reply)
+
+    def _lost(self, closed: asyncio.Future[str]) -> None:
+        """The reply pipe ended: the worker is gone, and each call it was running fails with `Died`."""
+        why = closed.result()
         in_flight = len(self.pending)
         self._forget()
         for future in self.pending.values():
@@ -195,13 +230,12 @@ class WorldWorker:
             await asyncio.wait_for(writer.drain(), 1.0)
         except (ConnectionError, TimeoutError, RuntimeError):
             pass
-        reader_task = self._tasks[0] if self._tasks else None
-        if reader_task is not None:
+        if self._closed is not None:  # it exits: its reply pipe ends
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(asyncio.shield(reader_task), 2.0)
+                await asyncio.wait_for(asyncio.shield(self._closed), 2.0)
         if self.pid == pid:
             self.kill()
-        drain = self._tasks[1] if len(self._tasks) > 1 else None
+        drain = self._drainer
         if drain is not None:  # its stderr tail is not needed any more: end the task here, not in the GC
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(asyncio.shield(drain), 0.5)
@@ -218,7 +252,7 @@ class WorldWorker:
         return Collateral(text) if in_flight > 1 else WorldError(text)
 
     async def _death_text(self, pid: int | None) -> str:
-        drain = self._tasks[1] if len(self._tasks) > 1 else None
+        drain = self._drainer
         status = None if pid is None else await self.pool.zygote.status(pid)
         if drain is not None:  # the process is gone: its stderr ends soon; take its last lines
             with contextlib.suppress(TimeoutError):
@@ -267,9 +301,12 @@ class WorldWorker:
 
     async def _exchange(self, msg: dict[str, Any], limit_s: float, what: str) -> dict[str, Any]:
         """Send one frame and await the reply with its id. A caller cancelled first leaves its reply to a task
-        that drops it (or retires the worker when the call outlives its timeout)."""
-        pid = self.pid
-        if self.writer is None:  # it died between its start (or last reply) and this request
+        that drops it (or retires the worker when the call outlives its timeout).
+
+        The reply's future is awaited as it is, with a timer on it (no `wait_for`, no `shield`: each would add
+        futures and callbacks to every call); the write is waited on only when the pipe is full or closing."""
+        pid, writer = self.pid, self.writer
+        if writer is None:  # it died between its start (or last reply) and this request
             raise await self._died(pid, what)
         rid = next(self._ids)
         loop = asyncio.get_running_loop()
@@ -277,15 +314,21 @@ class WorldWorker:
         wait_s = (len(self.pending) // CALL_THREADS + 1) * limit_s  # a round of the limit per full set ahead
         self.pending[rid] = future
         deadline = loop.time() + wait_s
+        timer = loop.call_at(deadline, _expire, future)
         orphaned = False
         try:
-            self.writer.write(encode({**msg, "id": rid}))
-            await self.writer.drain()
-            return await asyncio.wait_for(asyncio.shield(future), wait_s)
+            writer.write(encode({**msg, "id": rid}))
+            transport = writer.transport
+            if transport.is_closing() or transport.get_write_buffer_size():
+                await writer.drain()
+            return await future
         except asyncio.CancelledError:
-            if not future.done() and self.pid == pid:
+            # Cancelled while its reply is still to come (awaiting the future cancelled it): a fresh one takes the
+            # reply, and a task drops it when it comes.
+            if self.pid == pid and self.pending.get(rid) is future:
                 orphaned = True
-                reap_later(self._await_orphan(rid, future, deadline))
+                self.pending[rid] = orphan = loop.create_future()
+                reap_later(self._await_orphan(rid, orphan, deadline))
             raise
         except TimeoutError:
             self.pending.pop(rid, None)
@@ -300,6 +343,7 @@ class WorldWorker:
             self.kill()
             raise await self._died(pid, what, in_flight=2) from exc
         finally:
+            timer.cancel()
             if not orphaned:
                 self.pending.pop(rid, None)
                 self._settle()

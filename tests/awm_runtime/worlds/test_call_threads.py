@@ -190,17 +190,110 @@ def test_threads_parked_past_their_idle_time_end_and_close_their_loops() -> None
 
 def test_a_thread_whose_loop_still_holds_a_task_is_kept() -> None:
     """Scenario code that leaves a task on its call thread's loop keeps that thread (closing the loop would
-    destroy the task)."""
+    destroy the task). Events, not a sleep, hold the first call until the others ran: they ran on other threads.
+    (A thread the watchdog started that got no call holds no task, and may end.)"""
     log = _Log()
+    loops: set[Any] = set()
+    release = threading.Event()
 
     def handle(job: tuple[str, Callable[[], None]], loop: Any) -> None:
         loop.create_task(asyncio.sleep(3600))  # left pending: the loop is not running between calls
+        with log.lock:
+            loops.add(loop)
         log.handle(job, loop)
 
     threads = CallThreads(handle, 32, window_s=0.02, idle_exit_s=0.1)
-    _sleeper_then_quick(threads, "sleeper", "q", sleep_s=0.4, gap_s=0.05)
-    log.wait(7)
-    started = threads.started
-    assert started > 1
+    threads.submit(("held", lambda: release.wait(60)))
+    for i in range(6):
+        threads.submit((f"q{i}", lambda: _burn(0.001)))
+    log.wait(6)
+    release.set()
+    log.wait(1)
+    assert len(loops) > 1
     time.sleep(0.8)  # several idle times: threads that may end would have ended by now
-    assert threads.threads == started and threads.ended == 0
+    assert not any(loop.is_closed() for loop in loops)  # every thread that ran a call is alive, with its loop
+
+
+def _in_place(threads: CallThreads, job: tuple[str, Callable[[], None]]) -> tuple[threading.Thread, list[bool]]:
+    """`run_here(job)` on a thread of the test's own (the world worker's main thread, in a worker)."""
+    ran: list[bool] = []
+    loop = asyncio.new_event_loop()
+
+    def main() -> None:
+        try:
+            ran.append(threads.run_here(job, loop))
+        finally:
+            loop.close()
+
+    thread = threading.Thread(target=main)
+    thread.start()
+    return thread, ran
+
+
+def test_a_call_run_in_place_runs_on_the_caller_s_thread_and_starts_no_call_thread() -> None:
+    log = _Log()
+    where: list[int] = []
+    stuck = threading.Event()
+    threads = CallThreads(log.handle, 32, window_s=0.2, on_stuck=stuck.set)
+    for i in range(5):
+        main, ran = _in_place(threads, (f"c{i}", lambda: (where.append(threading.get_ident()), _burn(0.002))))
+        main.join(30)
+        assert ran == [True] and where[-1] == main.ident
+    assert threads.threads == 0 and threads.started == 0 and not stuck.is_set()
+
+
+def test_no_call_runs_in_place_while_another_runs_or_waits() -> None:
+    log = _Log()
+    release = threading.Event()
+    threads = CallThreads(log.handle, 32)
+    threads.submit(("held", lambda: release.wait(30)))
+    assert _until(lambda: "held" in log.starts)
+    main, ran = _in_place(threads, ("second", lambda: None))
+    main.join(30)
+    assert ran == [False] and "second" not in log.starts  # the caller submits it instead
+    release.set()
+    log.wait(1)
+
+
+def test_a_call_in_place_that_waits_is_reported_stuck_and_the_calls_behind_it_run_on_threads() -> None:
+    """The world worker reads no request while it runs a call in place: the watchdog tells it (`on_stuck`) once
+    that call waits, and the calls it then hands over run beside it. Events, not clocks: this holds however slow
+    the machine."""
+    log = _Log()
+    stuck, release = threading.Event(), threading.Event()
+    stuck_calls: list[int] = []
+
+    def on_stuck() -> None:
+        stuck_calls.append(1)
+        stuck.set()
+
+    threads = CallThreads(log.handle, 32, window_s=0.02, on_stuck=on_stuck)
+    main, ran = _in_place(threads, ("sleeper", lambda: release.wait(60)))
+    assert stuck.wait(60), "the waiting call in place was never reported"
+    for i in range(5):
+        threads.submit((f"q{i}", lambda: _burn(0.002)))
+    log.wait(5)
+    assert "sleeper" not in log.ends  # they ran beside it
+    release.set()
+    main.join(30)
+    log.wait(1)
+    assert ran == [True] and stuck_calls == [1]  # reported once
+    assert _until(lambda: not threads._running)  # the last call's thread has left it (after its handler's end)
+    main, ran = _in_place(threads, ("after", lambda: None))
+    main.join(30)
+    assert ran == [True]  # once nothing runs or waits, calls run in place again
+
+
+def test_where_calls_run_in_place_the_last_call_thread_ends_too_once_idle() -> None:
+    log = _Log()
+    threads = CallThreads(log.handle, 32, window_s=0.02, idle_exit_s=0.2)
+    main, ran = _in_place(threads, ("first", lambda: None))
+    main.join(30)
+    _sleeper_then_quick(threads, "sleeper", "q", sleep_s=0.3, gap_s=0.03)
+    log.wait(8)
+    assert ran == [True] and threads.started >= 1
+    assert _until(lambda: threads.threads == 0), f"{threads.threads} threads still alive"
+    assert threads.ended == threads.started
+    threads.submit(("after", lambda: _burn(0.001)))  # a thread again when a call is handed over
+    log.wait(1)
+    assert threads.threads == 1

@@ -222,7 +222,8 @@ async def test_a_world_worker_s_descriptors_and_threads_come_back_after_bursts_o
     """Issue 49: through a run a world worker's descriptors grew (558 -> 665 over 2,040 episodes, 235 -> 508 on
     another): each call thread it ever started kept its event loop (an epoll and a self-pipe). Rounds of
     episodes, each a burst of calls that wait side by side and a DB write, leave the worker with the
-    descriptors and threads it had after the first few sequential episodes, once its idle threads end."""
+    descriptors and threads it had after the first few sequential episodes, once its idle threads end (their calls
+    ran in place, on its main thread: no call thread is left once the bursts' threads have been idle)."""
     world = load_worlds(trap_dir, options=WorldOptions(workers=1, tool_timeout_s=20))
     world.pool.options = dataclasses.replace(world.pool.options, call_idle_exit_s=0.5)  # before its worker starts
     try:
