@@ -1,8 +1,9 @@
 """What `awm-bench long`'s sampler keeps: bounded, whatever the run's length.
 
 The sampler runs in the runtime's process, whose RSS it judges, so what it keeps must not grow with the run.
-A dict a pass (a second) was ~1 KB: over 100,000 episodes on a loaded machine (6 episodes/s, 16,700 passes)
-~17 MiB, more than the 5% it checks for. Kept now: the samples inside the two windows `flatness` compares (the
+A dict a pass (a second), and one of descriptors by process kind, were ~610 B (tracemalloc): over 100,000
+episodes on a loaded machine (6 episodes/s, 16,700 passes) ~10 MiB, more than the 5% it checks for (0.8 MiB
+quiet, at 77 episodes/s). Now ~23 B a pass. Kept now: the samples inside the two windows `flatness` compares (the
 second tenth of the episodes and the last tenth), as rows of doubles (8 bytes a field), and a thinned series of
 at most `2 * keep` samples (every sample until it is full, then every other one, and so on) for the progress
 shown and the window fallback; the peaks as running maxima.
