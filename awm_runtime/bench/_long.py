@@ -27,6 +27,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from awm_runtime._malloc import applied
 from awm_runtime.bench._long_samples import Samples, thin
 from awm_runtime.bench._procs import descendants, kind_of, resident_mib, thread_count
 from awm_runtime.bench._scale_peaks import open_files, open_files_limit
@@ -154,6 +155,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     result = report(args, prep.planned, count_records(out / "episodes.jsonl"), ran.summary, samples.rows(), wall,
                     load_before, out, peak=samples.peak)
     result["samples_taken"] = len(samples)
+    result["steady_malloc"] = applied()  # the pool fixed glibc's mmap threshold (awm_runtime/_malloc.py)
     result["files_by_kind"] = [[s["t"], k] for s, k in thin(samples.thinned(), 20)]
     return result
 
