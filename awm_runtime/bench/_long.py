@@ -156,8 +156,16 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                     load_before, out, peak=samples.peak)
     result["samples_taken"] = len(samples)
     result["steady_malloc"] = applied()  # the pool fixed glibc's mmap threshold (awm_runtime/_malloc.py)
-    result["files_by_kind"] = [[s["t"], k] for s, k in thin(samples.thinned(), 20)]
+    spread = samples.thinned()  # over the whole run (the rows are mostly the two windows')
+    result["progress"] = progress_rows([s for s, _ in spread])
+    result["files_by_kind"] = [[s["t"], k] for s, k in thin(spread, 20)]
     return result
+
+
+def progress_rows(samples: list[dict[str, float]]) -> list[list[Any]]:
+    """At most ~50 of `samples` as [t, recorded, RSS summed, open files summed, threads summed, verifier forks]."""
+    return [[s["t"], s["recorded"], round(s["rss_all_mib"], 1), s["files_all"], s.get("threads_all"), s.get("forks")]
+            for s in thin(samples, 50)]
 
 
 def report(args: argparse.Namespace, planned: int, recorded: int, summary: dict[str, Any],
@@ -181,8 +189,7 @@ def report(args: argparse.Namespace, planned: int, recorded: int, summary: dict[
         "targets": {"growth": TARGET_GROWTH, "lost": 0}, "met": met, "warm_window_in_warm_up": early,
         "load_average_before": [round(x, 2) for x in load_before],
         "load_average_after": [round(x, 2) for x in os.getloadavg()], "cpus": os.cpu_count(), "run_dir": str(out),
-        "progress": [[s["t"], s["recorded"], round(s["rss_all_mib"], 1), s["files_all"], s.get("threads_all")]
-                     for s in thin(samples, 50)],
+        "progress": progress_rows(samples),
     }
     mark = {True: "met", False: "NOT met"}
 
@@ -218,4 +225,4 @@ def report(args: argparse.Namespace, planned: int, recorded: int, summary: dict[
     return result
 
 
-__all__ = ["Snapshots", "add_arguments", "count_records", "flatness", "report", "run"]
+__all__ = ["Snapshots", "add_arguments", "count_records", "flatness", "progress_rows", "report", "run"]

@@ -80,6 +80,7 @@ def test_a_short_long_run_records_every_episode_and_reports_warm_and_end(tmp_pat
                                                "threads_all", "forks", "files_forks"}
     assert r["steady_malloc"] is True  # the episode pool fixed glibc's mmap threshold (glibc: this machine)
     assert "verifier forks" in proc.stderr and r["samples_taken"] >= len(r["progress"])
+    assert r["progress"][0][1] < 0.5 * r["planned"] <= r["progress"][-1][1]  # spread over the run, not the windows
     assert r["end"]["threads_all"] >= 2  # the runtime's, a world worker's
     assert "threads, summed" in proc.stderr and "not judged" in proc.stderr  # shown in the table
     assert set(r["growth"]) == {"rss_runtime_mib", "rss_all_mib", "files_runtime", "files_all"}  # threads: not judged
