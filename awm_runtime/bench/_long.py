@@ -3,15 +3,16 @@
 The run is real (built-in worlds, world workers, verifiers, the run directory's logs) with `--concurrency`
 episodes in flight; the model is the simulated oracle in the runtime's process, so the run is bound by the
 runtime's and the world's CPU, not by a model's latency. A sampler thread reads, every `--every` seconds,
-the RSS and open descriptors of the runtime's process and summed over its process tree, less processes that
-live less than a pass (kernel counters: statm and the fd directory, microseconds a process). It compares the
-median over the samples taken while the run recorded its second tenth of episodes (warm: every scenario
-imported, every pool grown) with the median over its last tenth at full concurrency (the end, before the
-pool drains). Flat: each within 5%. Lost: episodes planned that episodes.jsonl does not hold. The threads summed
-over the tree are shown beside them, not judged: a world worker's call thread holds an event loop (3 descriptors)
-and its threads follow the calls that waited side by side in its last seconds (`worlds/_call_threads`), so on a
-loaded machine, where calls the kernel leaves unscheduled look like waiting ones, the tree's descriptors move with
-the load as well as with the run.
+the RSS and open descriptors of the runtime's process and summed over its long-lived processes (the world zygote
+and workers, the verifier server), less processes that live less than a pass (kernel counters: statm and the
+fd directory, microseconds a process); the verifier server's forks, a process a verification, are summed apart
+and shown, not judged (as many as verifications in flight). It compares the median over the samples taken while
+the run recorded its second tenth of episodes (warm: every scenario imported, every pool grown) with the median
+over its last tenth at full concurrency (the end, before the pool drains). Flat: each within 5%. Lost: episodes
+planned that episodes.jsonl does not hold. The threads summed over the tree are shown beside them, not judged: a
+world worker's call thread holds an event loop (3 descriptors) and its threads follow the calls that waited side
+by side in its last seconds (`worlds/_call_threads`), so on a loaded machine, where calls the kernel leaves
+unscheduled look like waiting ones, the tree's descriptors move with the load as well as with the run.
 """
 
 from __future__ import annotations
