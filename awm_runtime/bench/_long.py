@@ -164,9 +164,10 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def progress_rows(samples: list[dict[str, float]]) -> list[list[Any]]:
-    """At most ~50 of `samples` as [t, recorded, RSS summed, open files summed, threads summed, verifier forks]."""
-    return [[s["t"], s["recorded"], round(s["rss_all_mib"], 1), s["files_all"], s.get("threads_all"), s.get("forks")]
-            for s in thin(samples, 50)]
+    """At most ~50 of `samples` as [t, recorded, RSS of the runtime, RSS summed, open files summed, threads summed,
+    verifier forks]: where a growth starts, and whether it levels off."""
+    return [[s["t"], s["recorded"], round(s["rss_runtime_mib"], 2), round(s["rss_all_mib"], 1), s["files_all"],
+             s.get("threads_all"), s.get("forks")] for s in thin(samples, 50)]
 
 
 def report(args: argparse.Namespace, planned: int, recorded: int, summary: dict[str, Any],
