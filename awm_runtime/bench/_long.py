@@ -3,15 +3,16 @@
 The run is real (built-in worlds, world workers, verifiers, the run directory's logs) with `--concurrency`
 episodes in flight; the model is the simulated oracle in the runtime's process, so the run is bound by the
 runtime's and the world's CPU, not by a model's latency. A sampler thread reads, every `--every` seconds,
-the RSS and open descriptors of the runtime's process and summed over its process tree, less processes that
-live less than a pass (kernel counters: statm and the fd directory, microseconds a process). It compares the
-median over the samples taken while the run recorded its second tenth of episodes (warm: every scenario
-imported, every pool grown) with the median over its last tenth at full concurrency (the end, before the
-pool drains). Flat: each within 5%. Lost: episodes planned that episodes.jsonl does not hold. The threads summed
-over the tree are shown beside them, not judged: a world worker's call thread holds an event loop (3 descriptors)
-and its threads follow the calls that waited side by side in its last seconds (`worlds/_call_threads`), so on a
-loaded machine, where calls the kernel leaves unscheduled look like waiting ones, the tree's descriptors move with
-the load as well as with the run.
+the RSS and open descriptors of the runtime's process and summed over its long-lived processes (the world zygote
+and workers, the verifier server), less processes that live less than a pass (kernel counters: statm and the
+fd directory, microseconds a process); the verifier server's forks, a process a verification, are summed apart
+and shown, not judged (as many as verifications in flight). It compares the median over the samples taken while
+the run recorded its second tenth of episodes (warm: every scenario imported, every pool grown) with the median
+over its last tenth at full concurrency (the end, before the pool drains). Flat: each within 5%. Lost: episodes
+planned that episodes.jsonl does not hold. The threads summed over the tree are shown beside them, not judged: a
+world worker's call thread holds an event loop (3 descriptors) and its threads follow the calls that waited side
+by side in its last seconds (`worlds/_call_threads`), so on a loaded machine, where calls the kernel leaves
+unscheduled look like waiting ones, the tree's descriptors move with the load as well as with the run.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from awm_runtime._malloc import applied
+from awm_runtime.bench._long_samples import Samples, thin
 from awm_runtime.bench._procs import descendants, kind_of, resident_mib, thread_count
 from awm_runtime.bench._scale_peaks import open_files, open_files_limit
 
@@ -35,7 +38,9 @@ TARGET_GROWTH = 0.05  # issue 49: RSS and descriptors at the end within 5% of af
 # until ~1,000 episodes, then 400 B an episode): a warm window starting earlier compares warm-up with the end.
 WARM_PER_SLOT = 4
 METRICS = ("rss_runtime_mib", "rss_all_mib", "files_runtime", "files_all")
-SHOWN = ("threads_all",)  # reported warm and end, not judged: each world worker's call thread holds 3 descriptors
+# Reported warm and end, not judged: each world worker's call thread holds 3 descriptors; the verifier's forks
+# follow the verifications in flight.
+SHOWN = ("threads_all", "forks", "files_forks")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -48,11 +53,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 class Snapshots:
-    """RSS and open descriptors of the runtime's process (`root`, default this one) and summed over its tree.
+    """RSS and open descriptors of the runtime's process (`root`, default this one) and summed over its long-lived
+    processes; the verifier server's forks apart.
 
-    The sums count only processes seen by the pass before too (every process on the first pass): a verifier job
-    lives milliseconds, so whether a pass happens to catch a few of them says nothing about growth, while a world
-    worker or the verifier server lives the run."""
+    Long-lived: the runtime, the world zygote and workers, the verifier server (and shards, call processes). Their
+    sums count only processes seen by the pass before too (every process on the first pass), so that one starting
+    is counted once it runs. The verifier server forks a process per verification that lives milliseconds (seconds
+    on a loaded machine): how many a pass catches follows the verifications in flight, not the run's length, so they
+    are summed apart (`forks`, `files_forks`: every fork alive at the pass, and a process exiting, whose command
+    line is gone), shown and not judged."""
 
     def __init__(self, root: int | None = None) -> None:
         self.root = os.getpid() if root is None else root
@@ -60,19 +69,24 @@ class Snapshots:
 
     def take(self) -> dict[str, Any]:
         """One pass (blocking, microseconds a process: run it off the event loop)."""
-        pids = descendants(self.root)
-        lasting = pids if self._before is None else pids & self._before
+        parents: dict[int, int] = {}
+        pids = descendants(self.root, parents)
+        kinds = {pid: kind_of(pid, self.root) for pid in pids}
+        forks = {pid for pid in pids - {self.root}
+                 if not kinds[pid] or (kinds[pid] == "verifier" and parents.get(pid) != self.root)}
+        lasting = (pids if self._before is None else pids & self._before) - forks
         self._before = pids
         rss = {pid: resident_mib(pid) for pid in lasting | {self.root}}
-        files = {pid: open_files(pid) for pid in lasting | {self.root}}
+        files = {pid: open_files(pid) for pid in lasting | {self.root} | forks}
         threads = sum(thread_count(pid) for pid in lasting | {self.root})
         by_kind: dict[str, int] = {}
         for pid, n in files.items():  # where descriptors grow, when they do
-            kind = kind_of(pid, self.root) or "other"
+            kind = "verifier_fork" if pid in forks else kinds[pid] or "other"
             by_kind[kind] = by_kind.get(kind, 0) + n
         return {"rss_runtime_mib": rss[self.root], "rss_all_mib": sum(rss.values()),
-                "files_runtime": files[self.root], "files_all": sum(files.values()), "threads_all": threads,
-                "processes": len(lasting), "files_by_kind": by_kind}
+                "files_runtime": files[self.root], "files_all": sum(files[pid] for pid in lasting | {self.root}),
+                "threads_all": threads, "processes": len(lasting), "forks": len(forks),
+                "files_forks": sum(files[pid] for pid in forks), "files_by_kind": by_kind}
 
 
 def flatness(samples: list[dict[str, float]], planned: int, concurrency: int) -> dict[str, Any]:
@@ -121,8 +135,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     prep = await prepare(config)
     prep = await revise(prep, repeats=max(1, math.ceil(args.episodes / len(prep.tasks))))
     progress = RunProgress()
-    samples: list[dict[str, float]] = []
-    by_kind: list[dict[str, int]] = []  # descriptors per process kind, a dict a sample
+    samples = Samples(prep.planned)
     started = time.perf_counter()
     snapshots = Snapshots()
 
@@ -130,9 +143,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         while True:
             seen = await asyncio.to_thread(snapshots.take)
             kinds = seen.pop("files_by_kind")
-            samples.append({"t": round(time.perf_counter() - started, 2), "recorded": progress.recorded,
-                            "in_flight": progress.in_flight, **seen})
-            by_kind.append(kinds)
+            samples.add({"t": round(time.perf_counter() - started, 2), "recorded": progress.recorded,
+                         "in_flight": progress.in_flight, **seen}, kinds)
             await asyncio.sleep(args.every)
 
     sampler = asyncio.create_task(sample())
@@ -141,17 +153,27 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     finally:
         sampler.cancel()
     wall = time.perf_counter() - started
-    result = report(args, prep.planned, count_records(out / "episodes.jsonl"), ran.summary, samples, wall,
-                    load_before, out)
-    pairs = list(zip(samples, by_kind, strict=True))
-    result["files_by_kind"] = [[s["t"], k] for s, k in pairs[:: max(1, len(pairs) // 20)]]
+    result = report(args, prep.planned, count_records(out / "episodes.jsonl"), ran.summary, samples.rows(), wall,
+                    load_before, out, peak=samples.peak)
+    result["samples_taken"] = len(samples)
+    result["steady_malloc"] = applied()  # the pool fixed glibc's mmap threshold (awm_runtime/_malloc.py)
+    spread = samples.thinned()  # over the whole run (the rows are mostly the two windows')
+    result["progress"] = progress_rows([s for s, _ in spread])
+    result["files_by_kind"] = [[s["t"], k] for s, k in thin(spread, 20)]
     return result
+
+
+def progress_rows(samples: list[dict[str, float]]) -> list[list[Any]]:
+    """At most ~50 of `samples` as [t, recorded, RSS of the runtime, RSS summed, open files summed, threads summed,
+    verifier forks]: where a growth starts, and whether it levels off."""
+    return [[s["t"], s["recorded"], round(s["rss_runtime_mib"], 2), round(s["rss_all_mib"], 1), s["files_all"],
+             s.get("threads_all"), s.get("forks")] for s in thin(samples, 50)]
 
 
 def report(args: argparse.Namespace, planned: int, recorded: int, summary: dict[str, Any],
            samples: list[dict[str, float]], wall_s: float, load_before: tuple[float, float, float],
-           out: Path) -> dict[str, Any]:
-    """The JSON result and its table."""
+           out: Path, peak: dict[str, float] | None = None) -> dict[str, Any]:
+    """The JSON result and its table. `peak`: each metric's maximum over the run (default: over `samples`)."""
     flat = flatness(samples, planned, args.concurrency)
     lost = planned - recorded
     growth = flat["growth"] or {}
@@ -159,7 +181,7 @@ def report(args: argparse.Namespace, planned: int, recorded: int, summary: dict[
            "none_lost": lost == 0}
     early = 0.10 * planned < WARM_PER_SLOT * args.concurrency  # the warm window lies in the warm-up
     outcomes = summary["arms"]["main"]["outcomes"] if summary.get("arms") else {}
-    peak = {m: max((s[m] for s in samples), default=0) for m in METRICS}
+    peak = {m: (peak or {}).get(m, max((s[m] for s in samples if m in s), default=0)) for m in (*METRICS, *SHOWN)}
     result = {
         "suite": "long", "planned": planned, "recorded": recorded, "lost": lost, "outcomes": outcomes,
         "concurrency": args.concurrency, "wall_s": round(wall_s, 1), "episodes_per_s": round(recorded / wall_s, 2)
@@ -169,8 +191,7 @@ def report(args: argparse.Namespace, planned: int, recorded: int, summary: dict[
         "targets": {"growth": TARGET_GROWTH, "lost": 0}, "met": met, "warm_window_in_warm_up": early,
         "load_average_before": [round(x, 2) for x in load_before],
         "load_average_after": [round(x, 2) for x in os.getloadavg()], "cpus": os.cpu_count(), "run_dir": str(out),
-        "progress": [[s["t"], s["recorded"], round(s["rss_all_mib"], 1), s["files_all"], s.get("threads_all")]
-                     for s in samples[:: max(1, len(samples) // 50)]],
+        "progress": progress_rows(samples),
     }
     mark = {True: "met", False: "NOT met"}
 
@@ -181,17 +202,22 @@ def report(args: argparse.Namespace, planned: int, recorded: int, summary: dict[
         return [label, f"{flat['warm'][metric]:,.1f} -> {flat['end'][metric]:,.1f} {unit} "
                        f"({'unknown' if g is None else f'{g:+.1%}'})", f"<= +{TARGET_GROWTH:.0%}"]
 
-    known = flat["warm"] is not None and "threads_all" in flat["warm"]
-    threads = f"{flat['warm']['threads_all']:,.0f} -> {flat['end']['threads_all']:,.0f}" if known else "unknown"
+    def shown(metric: str) -> str:  # warm -> end (peak), not judged
+        if flat["warm"] is None or metric not in flat["warm"]:
+            return "unknown"
+        return f"{flat['warm'][metric]:,.0f} -> {flat['end'][metric]:,.0f} (peak {peak.get(metric, 0):,.0f})"
+
     result["table"] = [
         ["episodes recorded of planned", f"{recorded:,} of {planned:,}: {lost:,} lost",
          f"0 lost: {mark[met['none_lost']]}"],
         row("RSS, runtime process: warm -> end", "rss_runtime_mib", "MiB"),
-        row("RSS, summed over the run's processes", "rss_all_mib", "MiB"),
+        row("RSS, summed over the long-lived processes", "rss_all_mib", "MiB"),
         row("open files, runtime process", "files_runtime", ""),
-        row("open files, summed over the run's processes", "files_all", ""),
-        ["threads, summed over the run's processes", threads, "not judged: a world worker's call thread holds "
-                                                              "3 files, its threads follow its waiting calls"],
+        row("open files, summed over the long-lived processes", "files_all", ""),
+        ["threads, summed over the long-lived processes", shown("threads_all"),
+         "not judged: a world worker's call thread holds 3 files, its threads follow its waiting calls"],
+        ["verifier forks alive | their open files", f"{shown('forks')} | {shown('files_forks')}",
+         "not judged: a fork a verification, as many as verifications in flight"],
         ["flat", mark[met["flat"]], f"warm window inside the warm-up: run >= {10 * WARM_PER_SLOT} x --concurrency "
                                     "episodes" if early else ""],
         ["wall | episodes/s", f"{wall_s:.1f} s | {result['episodes_per_s']}", ""],
@@ -201,4 +227,4 @@ def report(args: argparse.Namespace, planned: int, recorded: int, summary: dict[
     return result
 
 
-__all__ = ["Snapshots", "add_arguments", "count_records", "flatness", "report", "run"]
+__all__ = ["Snapshots", "add_arguments", "count_records", "flatness", "progress_rows", "report", "run"]

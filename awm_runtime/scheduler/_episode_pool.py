@@ -20,6 +20,7 @@ from awm_runtime._events import EpisodeEnded
 from awm_runtime._gc import tuned_collector
 from awm_runtime._interfaces import Sink, WorldSession
 from awm_runtime._log import get_logger
+from awm_runtime._malloc import steady_malloc
 from awm_runtime._slices import LoopSlices, loop_slice, sharing_loop
 from awm_runtime._types import EpisodeKey, EpisodeRecord, EpisodeSpec, ErrorInfo, Task, WorkerRef
 from awm_runtime.episode import Checkpointer, EpisodeHook, Harness, ending_for, error_info, run_episode, wrap_session
@@ -67,7 +68,9 @@ class EpisodePool:
     async def run(self, next_unit: NextUnit, done: UnitDone) -> None:
         """Run the units `next_unit` hands out, `concurrency` episodes at a time, and pass each unit's
         records to `done`; return when the units run out or the run stops."""
-        # Thousands of episodes in flight (awm_runtime/_gc.py), sharing the loop in slices (awm_runtime/_slices.py).
+        # Thousands of episodes in flight (awm_runtime/_gc.py), sharing the loop in slices (awm_runtime/_slices.py);
+        # for hours, on a heap that does not creep (awm_runtime/_malloc.py).
+        steady_malloc()
         with tuned_collector(), sharing_loop(self.slices):
             await self._run(next_unit, done)
 

@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from argparse import Namespace
 from pathlib import Path
 
 from awm_runtime.bench._long import Snapshots, count_records, flatness, report
+from awm_runtime.bench._long_samples import FIELDS, Samples
 
 BENCH = [sys.executable, "-c", "from awm_runtime.cli import bench_main; raise SystemExit(bench_main())", "long"]
 
@@ -75,10 +77,60 @@ def test_a_short_long_run_records_every_episode_and_reports_warm_and_end(tmp_pat
     assert r["planned"] == r["recorded"] >= 60 and r["lost"] == 0 and r["met"]["none_lost"] is True
     assert r["recorded"] == count_records(tmp_path / "run" / "episodes.jsonl")
     assert set(r["warm"]) == set(r["end"]) == {"rss_runtime_mib", "rss_all_mib", "files_runtime", "files_all",
-                                               "threads_all"}
+                                               "threads_all", "forks", "files_forks"}
+    assert r["steady_malloc"] is True  # the episode pool fixed glibc's mmap threshold (glibc: this machine)
+    assert "verifier forks" in proc.stderr and r["samples_taken"] >= len(r["progress"])
+    assert r["progress"][0][1] < 0.5 * r["planned"] <= r["progress"][-1][1]  # spread over the run, not the windows
     assert r["end"]["threads_all"] >= 2  # the runtime's, a world worker's
     assert "threads, summed" in proc.stderr and "not judged" in proc.stderr  # shown in the table
     assert set(r["growth"]) == {"rss_runtime_mib", "rss_all_mib", "files_runtime", "files_all"}  # threads: not judged
     assert r["warm"]["files_runtime"] > 0 and r["end"]["rss_all_mib"] >= r["end"]["rss_runtime_mib"] > 0
     assert r["targets"] == {"growth": 0.05, "lost": 0} and r["progress"]
     assert all("runtime" in kinds for _, kinds in r["files_by_kind"])  # where descriptors are, by process kind
+
+
+def test_the_samples_kept_are_the_windows_and_a_bounded_thinned_series() -> None:
+    planned, keep = 100_000, 50
+    samples = Samples(planned, keep=keep)
+    for i in range(planned // 10):  # a pass every 10 episodes
+        r = 10 * i
+        samples.add({"t": float(i), "recorded": r, "in_flight": 64, "rss_runtime_mib": 60.0 + (r == 50_000),
+                     "rss_all_mib": 600.0, "files_runtime": 35, "files_all": 300, "threads_all": 40,
+                     "processes": 9, "forks": i % 7, "files_forks": 3 * (i % 7)}, {"runtime": 35})
+    assert len(samples) == planned // 10
+    assert len(samples.thinned()) < 2 * keep  # the thinned series is bounded whatever the run's length
+    windows = 2 * planned // 100  # passes in the second tenth and the last tenth
+    assert samples.nbytes() == 8 * len(FIELDS) * windows  # 8 bytes a field, nothing per pass outside them
+    rows = samples.rows()
+    assert sum(1 for row in rows if 10_000 <= row["recorded"] < 20_000 or row["recorded"] >= 90_000) == windows
+    assert [row["t"] for row in rows] == sorted(row["t"] for row in rows)
+    assert samples.peak["rss_runtime_mib"] == 61.0 and samples.peak["forks"] == 6  # the peak outside the windows
+    flat = flatness(rows, planned, 64)
+    assert flat["samples"] == [windows // 2, windows // 2] and flat["growth"]["files_all"] == 0.0
+    assert flat["warm"]["forks"] == 3 and flat["end"]["files_forks"] == 9  # shown beside, not judged
+    assert set(flat["growth"]) == {"rss_runtime_mib", "rss_all_mib", "files_runtime", "files_all"}
+
+
+def test_snapshots_count_the_verifier_servers_forks_apart(tmp_path: Path) -> None:
+    """A process named like the verifier server (a child of this one) and a fork of it: the fork's descriptors are
+    summed apart, never into the long-lived processes' sums, and counted at the first pass that sees it."""
+    ready = tmp_path / "ready"
+    server = subprocess.Popen([sys.executable, "-c", "import os, sys, time  # awm_runtime.verifiers._fork_server\n"
+                               "if os.fork() == 0:\n    fds = [os.open(os.devnull, os.O_RDONLY) for _ in range(20)]\n"
+                               f"    open({str(ready)!r}, 'w').close()\n"
+                               "time.sleep(30)"])
+    try:
+        snaps = Snapshots()
+        for _ in range(6000):  # the fork has opened its files (a hang guard, not a time bound)
+            if ready.exists():
+                break
+            time.sleep(0.01)
+        first = snaps.take()
+        assert first["forks"] == 1 and first["files_forks"] >= 20  # the fork and its 20 files, apart
+        assert first["processes"] == 2  # this process and the server: the fork is not long-lived
+        assert first["files_all"] < first["files_runtime"] + 20  # none of the fork's files in the judged sum
+        kinds = Snapshots().take()["files_by_kind"]
+        assert kinds["verifier_fork"] >= 20 and kinds["verifier"] < 20
+    finally:
+        server.kill()
+        server.wait()
