@@ -42,6 +42,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from awm_runtime._malloc import steady_malloc
 from awm_runtime.isolation import (
     Confinement,
     Limits,
@@ -397,7 +398,7 @@ def main() -> None:
     gc.collect()
     gc.freeze()
     hello = {"ok": True, "ready": True, "pid": os.getpid(), "namespaces": namespaces, "uid": os.getuid(),
-             "quota_off": quota}
+             "quota_off": quota, "steady_malloc": steady_malloc()}  # a fixed mmap threshold, inherited by workers
     if not quota:  # last: the root of the mount namespace, from which the runtime reaches the scenarios' files
         ns_fds.append(os.open("/", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC))
     socket.send_fds(control, [json.dumps(hello).encode()], ns_fds)

@@ -259,3 +259,16 @@ async def test_a_world_worker_s_descriptors_and_threads_come_back_after_bursts_o
         assert world.pool.workers["trap"] == [worker] and world.pool.replaced == 0
     finally:
         await world.aclose()
+
+
+async def test_the_world_zygote_fixes_glibc_s_mmap_threshold_for_its_workers(trap_dir: Any) -> None:
+    """Workers are forked from the zygote and inherit its allocator settings: their heaps do not creep over a long
+    run (awm_runtime/_malloc.py; this machine's Python runs on glibc)."""
+    world = load_worlds(trap_dir, options=WorldOptions(workers=1))
+    try:
+        session = await world.open(trap_task(world), episode_id="malloc")
+        await session.call_tool(call("echo", {"tag": "x"}))
+        assert world.pool.zygote.hello["steady_malloc"] is True
+        await session.close()
+    finally:
+        await world.aclose()
