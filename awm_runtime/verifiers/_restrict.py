@@ -289,7 +289,7 @@ def _parameters(fn: Callable[..., Any]) -> tuple[Collection[str], bool]:
     `inspect.signature`."""
     if type(fn) is types.FunctionType and not {"__wrapped__", "__signature__"} & fn.__dict__.keys():
         code = fn.__code__
-        return (code.co_varnames[:code.co_argcount + code.co_kwonlyargcount],
-                bool(code.co_flags & inspect.CO_VARKEYWORDS))
+        star, stars = bool(code.co_flags & inspect.CO_VARARGS), bool(code.co_flags & inspect.CO_VARKEYWORDS)
+        return code.co_varnames[:code.co_argcount + code.co_kwonlyargcount + star + stars], stars
     params = inspect.signature(fn).parameters
     return params, any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
