@@ -172,7 +172,7 @@ class Sandbox:
         try:
             async with self._write_lock:  # what the server holds is decided in the order frames reach it
                 if self.reuse and data is not None:
-                    # One write: a frame in parts (a page each) would cost a syscall, and a wake-up of the server, a part.
+                    # One write: a frame in parts (a page each) costs a syscall, and a wake-up of the server, a part.
                     proc.stdin.write(b"".join(self._frames(proc, job, data)))
                 else:
                     proc.stdin.write(encode(job))
