@@ -37,9 +37,9 @@ def page_bytes(data: bytes, pages: list[int]) -> list[memoryview]:
 def patched(base: Any, length: int, pages: list[int], stream: Any, at: int) -> tuple[bytearray, int]:
     """The DB of `length` bytes that is `base` with `pages` replaced by their bytes read from `stream` at `at`;
     and where in `stream` they end."""
-    out = bytearray(length)
     common = min(len(base), length)
-    out[:common] = base[:common]
+    out = bytearray(memoryview(base)[:common])  # one copy (not a zeroed buffer, then a copy into it)
+    out.extend(bytes(length - common))
     for index in pages:
         lo = index * PAGE
         hi = min(lo + PAGE, length)

@@ -171,11 +171,14 @@ class Sandbox:
         assert proc.stdin is not None
         try:
             async with self._write_lock:  # what the server holds is decided in the order frames reach it
-                parts = self._frames(proc, job, data) if self.reuse and data is not None else [encode(job)]
-                for part in parts:  # each its own write: the DBs' bytes are not copied into one frame first
-                    proc.stdin.write(part)
+                if self.reuse and data is not None:
+                    # One write: a frame in parts (a page each) costs a syscall, and a wake-up of the server, a part.
+                    proc.stdin.write(b"".join(self._frames(proc, job, data)))
+                else:
+                    proc.stdin.write(encode(job))
                 await proc.stdin.drain()
-            reply = await asyncio.wait_for(asyncio.shield(future), rounds * timeout_s + GRACE_S)
+            async with asyncio.timeout(rounds * timeout_s + GRACE_S):  # no task, no shield: a timer on this one
+                reply = await future
         except (ConnectionError, TimeoutError) as exc:
             self._pending.pop(job_id, None)
             return SandboxResult(None, f"the verifier server failed ({type(exc).__name__})",

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -269,6 +270,36 @@ async def test_time_spent_queued_is_not_charged_to_a_verifier(monkeypatch: pytes
         await box.aclose()
     assert [r.error for r in results] == [None] * 4
     assert all(r.value["result"] == "others" for r in results)
+
+
+@pytest.mark.parametrize("reuse", [False, True])
+async def test_a_server_that_does_not_answer_fails_the_verification_after_its_grace(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path, reuse: bool) -> None:
+    """The server enforces each job's timeout; if it cannot (stopped here), the runtime gives up `GRACE_S` later
+    with a `sandbox` failure, forgets the job (its late reply is dropped), and the next verification is served."""
+    from awm_runtime.verifiers import _sandbox
+
+    monkeypatch.setattr(_sandbox, "GRACE_S", 0.3)
+    db = tmp_path / "f.db"
+    sqlite3.connect(db).close()
+    data: dict[str, bytes] | None = {str(db): db.read_bytes()} if reuse else None
+    code = "def verify_task_completion(final_db_path):\n    return 7\n"
+    box = Sandbox(memory_mb=256, reuse=reuse)
+    try:
+        assert (await box.run(code, "verify_task_completion", {"final_db_path": str(db)}, data=data)).value == 7
+        assert box.pid is not None
+        os.kill(box.pid, signal.SIGSTOP)
+        try:
+            hung = await box.run(code, "verify_task_completion", {"final_db_path": str(db)}, timeout_s=0.2,
+                                 data=data)
+        finally:
+            os.kill(box.pid, signal.SIGCONT)
+        assert (hung.value, hung.fault, hung.error) == (None, "sandbox", "the verifier server failed (TimeoutError)")
+        assert not box._pending
+        again = await box.run(code, "verify_task_completion", {"final_db_path": str(db)}, data=data)
+        assert (again.value, again.error) == (7, None)
+    finally:
+        await box.aclose()
 
 
 async def test_a_cancelled_verification_frees_its_slot_and_its_reply_is_dropped() -> None:

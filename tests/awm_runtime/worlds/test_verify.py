@@ -15,7 +15,7 @@ from awm_runtime.models import ModelClient, ModelConfig, reset_limiters
 from awm_runtime.testing import FakeOpenAI, Reply
 from awm_runtime.verifiers import Judge, SandboxResult
 from awm_runtime.worlds import VerifierDef, WorldOptions, load_worlds
-from awm_runtime.worlds._verify import code_problem, code_verdict
+from awm_runtime.worlds._verify import _read, code_problem, code_verdict
 
 
 def code(text: str) -> VerifierDef:
@@ -127,3 +127,13 @@ async def test_kept_verifier_workers_give_the_verdicts_a_fork_gives(trap_dir: Pa
     forked = await verdicts(trap_dir, reuse=False)
     assert [r for r, _ in forked] == ["complete", "complete", "verifier_raised", "verifier_raised", "complete"]
     assert await verdicts(trap_dir, reuse=True) == forked
+
+
+@pytest.mark.parametrize("size", [0, 3, 5000, 1 << 21])
+def test_a_final_db_is_read_whole_whatever_size_was_expected(tmp_path: Path, size: int) -> None:
+    """The bytes a kept verifier worker is sent: read in one call at the size its stat gave, and whole even if the
+    file is longer by then."""
+    data = bytes(range(256)) * 64
+    path = tmp_path / "final.db"
+    path.write_bytes(data)
+    assert _read(path, size) == data
