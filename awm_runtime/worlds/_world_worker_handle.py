@@ -70,15 +70,18 @@ class _Replies(asyncio.Protocol):
     and the request's future); `closed` gets why the pipe ended (EOF, an error, a frame that is not one)."""
 
     def __init__(self, on_reply: Any, closed: asyncio.Future[str]) -> None:
+        """`on_reply(message)` for each whole frame; `closed` resolves with why the pipe ended."""
         self.on_reply, self.closed = on_reply, closed
         self.frames = Frames()
         self.transport: asyncio.ReadTransport | None = None
         self.why = ""
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        """Keep the pipe's transport, to close it on a broken frame."""
         self.transport = transport  # type: ignore[assignment]
 
     def data_received(self, data: bytes) -> None:
+        """Hand each frame completed by `data` on; a broken frame closes the pipe (the worker is then dead)."""
         if self.why:
             return
         try:
@@ -90,6 +93,7 @@ class _Replies(asyncio.Protocol):
                 self.transport.close()
 
     def connection_lost(self, exc: Exception | None) -> None:
+        """Say why the pipe ended: a broken frame, the error, or EOF (`IncompleteReadError`)."""
         if not self.closed.done():
             self.closed.set_result(self.why or (type(exc).__name__ if exc is not None else "IncompleteReadError"))
 
