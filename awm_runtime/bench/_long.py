@@ -38,9 +38,10 @@ TARGET_GROWTH = 0.05  # issue 49: RSS and descriptors at the end within 5% of af
 # until ~1,000 episodes, then 400 B an episode): a warm window starting earlier compares warm-up with the end.
 WARM_PER_SLOT = 4
 METRICS = ("rss_runtime_mib", "rss_all_mib", "files_runtime", "files_all")
-# Reported warm and end, not judged: each world worker's call thread holds 3 descriptors; the verifier's forks
-# follow the verifications in flight.
-SHOWN = ("threads_all", "forks", "files_forks")
+# Reported warm and end, not judged: a scenario's pool starts another world worker when calls queue (a step in
+# the summed RSS, bounded by the pool's size); each world worker's call thread holds 3 descriptors; the verifier's
+# forks follow the verifications in flight.
+SHOWN = ("processes", "threads_all", "forks", "files_forks")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -165,9 +166,10 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
 
 def progress_rows(samples: list[dict[str, float]]) -> list[list[Any]]:
     """At most ~50 of `samples` as [t, recorded, RSS of the runtime, RSS summed, open files summed, threads summed,
-    verifier forks]: where a growth starts, and whether it levels off."""
+    verifier forks, long-lived processes]: where a growth starts, whether it levels off, and whether a step in the
+    sums is a process more."""
     return [[s["t"], s["recorded"], round(s["rss_runtime_mib"], 2), round(s["rss_all_mib"], 1), s["files_all"],
-             s.get("threads_all"), s.get("forks")] for s in thin(samples, 50)]
+             s.get("threads_all"), s.get("forks"), s.get("processes")] for s in thin(samples, 50)]
 
 
 def report(args: argparse.Namespace, planned: int, recorded: int, summary: dict[str, Any],
@@ -212,6 +214,8 @@ def report(args: argparse.Namespace, planned: int, recorded: int, summary: dict[
          f"0 lost: {mark[met['none_lost']]}"],
         row("RSS, runtime process: warm -> end", "rss_runtime_mib", "MiB"),
         row("RSS, summed over the long-lived processes", "rss_all_mib", "MiB"),
+        ["long-lived processes", shown("processes"),
+         "not judged: a scenario's pool starts a world worker when calls queue on one; the sums step with it"],
         row("open files, runtime process", "files_runtime", ""),
         row("open files, summed over the long-lived processes", "files_all", ""),
         ["threads, summed over the long-lived processes", shown("threads_all"),

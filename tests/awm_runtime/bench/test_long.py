@@ -77,12 +77,13 @@ def test_a_short_long_run_records_every_episode_and_reports_warm_and_end(tmp_pat
     assert r["planned"] == r["recorded"] >= 60 and r["lost"] == 0 and r["met"]["none_lost"] is True
     assert r["recorded"] == count_records(tmp_path / "run" / "episodes.jsonl")
     assert set(r["warm"]) == set(r["end"]) == {"rss_runtime_mib", "rss_all_mib", "files_runtime", "files_all",
-                                               "threads_all", "forks", "files_forks"}
+                                               "processes", "threads_all", "forks", "files_forks"}
     assert r["steady_malloc"] is True  # the episode pool fixed glibc's mmap threshold (glibc: this machine)
     assert "verifier forks" in proc.stderr and r["samples_taken"] >= len(r["progress"])
     assert r["progress"][0][1] < 0.5 * r["planned"] <= r["progress"][-1][1]  # spread over the run, not the windows
     assert r["end"]["threads_all"] >= 2  # the runtime's, a world worker's
     assert "threads, summed" in proc.stderr and "not judged" in proc.stderr  # shown in the table
+    assert "long-lived processes" in proc.stderr and r["end"]["processes"] >= 3  # the runtime, zygote, a worker
     assert set(r["growth"]) == {"rss_runtime_mib", "rss_all_mib", "files_runtime", "files_all"}  # threads: not judged
     assert r["warm"]["files_runtime"] > 0 and r["end"]["rss_all_mib"] >= r["end"]["rss_runtime_mib"] > 0
     assert r["targets"] == {"growth": 0.05, "lost": 0} and r["progress"]
@@ -134,3 +135,15 @@ def test_snapshots_count_the_verifier_servers_forks_apart(tmp_path: Path) -> Non
     finally:
         server.kill()
         server.wait()
+
+
+def test_a_step_in_the_summed_rss_shows_beside_a_process_more() -> None:
+    """A world worker started mid-run steps the sums; the table and the progress rows show the process count so a
+    reader can tell that step from a creep (it is shown, not judged)."""
+    samples = [{**_sample(r, 10, 100.0, 40), "processes": 3} for r in range(100, 200, 10)]
+    samples += [{**_sample(r, 10, 100.0, 40), "rss_all_mib": 290.0, "processes": 4} for r in range(900, 1000, 10)]
+    r = report(Namespace(concurrency=10), 1000, 1000, {}, samples, 1.0, (0.0, 0.0, 0.0), Path("."))
+    row = next(row for row in r["table"] if row[0] == "long-lived processes")
+    assert row[1] == "3 -> 4 (peak 4)" and "not judged" in row[2]
+    assert r["growth"]["rss_all_mib"] == 0.45 and r["met"]["flat"] is False  # the sum is still judged
+    assert [p[-1] for p in r["progress"]][:1] == [3] and r["progress"][-1][-1] == 4
