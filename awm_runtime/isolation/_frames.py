@@ -37,11 +37,17 @@ def decode(body: bytes | bytearray | memoryview) -> Any:
         raise FrameError(f"frame is not JSON ({exc})") from None
 
 
-async def read_frame(reader: asyncio.StreamReader) -> Any:
-    """One frame from an asyncio stream; IncompleteReadError at EOF."""
-    (size,) = HEADER.unpack(await reader.readexactly(HEADER.size))
+def _body_size(head: bytes | bytearray) -> int:
+    """The size a frame's header (at the start of `head`) announces; FrameError past `MAX_FRAME`."""
+    (size,) = HEADER.unpack_from(head)
     if size > MAX_FRAME:
         raise FrameError(f"frame of {size} bytes exceeds the {MAX_FRAME}-byte limit")
+    return size
+
+
+async def read_frame(reader: asyncio.StreamReader) -> Any:
+    """One frame from an asyncio stream; IncompleteReadError at EOF."""
+    size = _body_size(await reader.readexactly(HEADER.size))
     return decode(await reader.readexactly(size))
 
 
@@ -62,10 +68,7 @@ def read_frame_fd(fd: int) -> Any | None:
     head = read_exact(fd, HEADER.size)
     if head is None:
         return None
-    (size,) = HEADER.unpack(head)
-    if size > MAX_FRAME:
-        raise FrameError(f"frame of {size} bytes exceeds the {MAX_FRAME}-byte limit")
-    body = read_exact(fd, size)
+    body = read_exact(fd, _body_size(head))
     return None if body is None else decode(body)
 
 
@@ -89,19 +92,12 @@ class Frames:
         """The frames that `data` completes, decoded, in order; FrameError (once the frames before it are given)
         on a frame over `MAX_FRAME` or not JSON."""
         buf = self._buf
-        if not buf and len(data) >= HEADER.size:
-            (size,) = HEADER.unpack_from(data)
-            if size > MAX_FRAME:
-                raise FrameError(f"frame of {size} bytes exceeds the {MAX_FRAME}-byte limit")
-            if len(data) == HEADER.size + size:
-                yield decode(memoryview(data)[HEADER.size:])
-                return
+        if not buf and len(data) >= HEADER.size and len(data) == HEADER.size + _body_size(data):  # one whole frame
+            yield decode(memoryview(data)[HEADER.size:])
+            return
         buf += data
         while len(buf) >= HEADER.size:
-            (size,) = HEADER.unpack_from(buf)
-            if size > MAX_FRAME:
-                raise FrameError(f"frame of {size} bytes exceeds the {MAX_FRAME}-byte limit")
-            end = HEADER.size + size
+            end = HEADER.size + _body_size(buf)
             if len(buf) < end:
                 break
             body = bytes(buf[HEADER.size:end])
