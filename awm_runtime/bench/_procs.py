@@ -69,6 +69,22 @@ def resident_mib(pid: int) -> float:
         return 0.0
 
 
+def fd_targets(pid: int) -> list[str]:
+    """What each open descriptor of a live process points at (`pipe:[inode]`, `socket:[inode]`, a path); [] if
+    the process is gone. The two ends of a pipe name the same inode, so a pipe between two processes shows in both."""
+    out = []
+    try:
+        with os.scandir(f"/proc/{pid}/fd") as entries:
+            for entry in entries:
+                try:
+                    out.append(os.readlink(entry.path))
+                except OSError:  # closed meanwhile
+                    continue
+    except OSError:
+        return []
+    return out
+
+
 def thread_count(pid: int) -> int:
     """Threads of a live process (/proc/PID/stat, a kernel count), 0 if the process is gone."""
     try:
@@ -159,4 +175,4 @@ class ProcessSampler:
         return out
 
 
-__all__ = ["ProcessSampler", "cpu_seconds", "descendants", "kind_of", "resident_mib", "thread_count"]
+__all__ = ["ProcessSampler", "cpu_seconds", "descendants", "fd_targets", "kind_of", "resident_mib", "thread_count"]
