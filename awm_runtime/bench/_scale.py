@@ -58,6 +58,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="launch every episode at once (N episodes, one wave), as a GRPO step or an eval does, and "
                         "report the makespan from the model server's first request to its last reply")
     p.add_argument("--out", type=Path, default=None, metavar="DIR", help="keep the run directory here")
+    p.add_argument("--verifier-reuse", action="store_true",
+                   help="verify in kept workers, one per verifier code (awm-run --verifier-reuse)")
     p.add_argument("--inject-ms", type=float, default=0.0, metavar="MS",
                    help="burn MS of CPU on the event loop per model call: checks that the benchmark sees a "
                         "change of the runtime's CPU per call (default 0)")
@@ -147,7 +149,7 @@ async def full_stack(args: argparse.Namespace, out: Path, ray: str | None = None
         os.environ["AWM_BENCH_KEY"] = "bench-key"
         config = RunConfig(policy="loop", expert="none", scenarios=args.scenarios, concurrency=n, repeats=1,
                            shards=args.shards if shards is None else shards, out=out, config_path=tmp / "awm.toml",
-                           grace_s=5, ray=ray)
+                           grace_s=5, ray=ray, verifier_reuse=bool(getattr(args, "verifier_reuse", False)))
         prep = await prepare(config)
         if getattr(args, "inject_ms", 0.0) > 0:
             for client in prep.ctx.clients.values():
@@ -369,6 +371,7 @@ def _report(args: argparse.Namespace, summary: dict[str, Any], out: Path, sample
         "cpu_bound_ceiling_efficiency": round(min(ceiling, ideal) / ideal, 4) if ideal else 0.0,
         "record_bytes_mean": round(statistics.fmean(sizes), 0) if sizes else 0,
         **peaks, "open_files_limit": open_files_limit(), "batch": batch,
+        "verifier": "kept workers" if getattr(args, "verifier_reuse", False) else "a fork per verification",
         "load_average": os.getloadavg(), "cpus": os.cpu_count(), "run_dir": str(out),
         "model_server_lateness": summary.get("model_server_lateness"),
         "targets": {"efficiency": target, "loop_lag_p99_ms": lag_target},
@@ -387,7 +390,7 @@ def _report(args: argparse.Namespace, summary: dict[str, Any], out: Path, sample
         ["CPU s/episode runtime|world|server", " | ".join(f"{v:.3f}" for v in cpu_ep.values()), ""],
         ["CPU ms/model call runtime|world|server", " | ".join(f"{v:.2f}" for v in cpu_call.values()), ""],
         ["CPU-bound ceiling (quiet machine)", f"{ceiling:.2f} episodes/s on {cores} cores", ""],
-        ["shards", str(summary["shards"]), ""],
+        ["shards | verifier", f"{summary['shards']} | {result['verifier']}", ""],
         *([["batch makespan (first request to last reply)", f"{batch['makespan_s']} s of ideal "
             f"{batch['ideal_makespan_s']} s: {batch['efficiency']:.1%}", f">= {batch['target']:.0%}"],
            ["batch: first request to last episode recorded", f"{batch['first_request_to_last_record_s']} s: "

@@ -71,6 +71,16 @@ def test_a_batch_reports_its_makespan_and_the_peaks_of_the_run() -> None:
     assert set(r["cpu_ms_per_model_call"]) == {"runtime", "world", "model_server"}  # type: ignore[call-overload]
 
 
+def test_a_batch_can_verify_in_kept_workers(tmp_path: Path) -> None:
+    """--verifier-reuse runs the batch's verifications in kept workers, as `awm-run --verifier-reuse` does, and the
+    JSON says which verifier ran."""
+    r = bench("--batch", "--episodes", "6", "--latency", "0.05", "--scenarios", "shop*", "--shards", "1",
+              "--verifier-reuse", "--out", str(tmp_path / "run"))
+    assert r["outcomes"] == {"complete": r["planned"]} and r["verifier"] == "kept workers"  # whole repeats
+    manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    assert manifest["config"]["verifier_reuse"] is True
+
+
 def test_the_headline_row_gives_share_lost_and_lag_and_no_share_where_none_is_known() -> None:
     from awm_runtime.bench._scale_peaks import headline
 
