@@ -20,6 +20,7 @@ import asyncio
 import contextlib
 import hashlib
 import socket
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,6 +28,7 @@ from typing import Any
 from awm_runtime.isolation import HEADER, encode
 from awm_runtime.verifiers._delta import PAGE, changed_pages, page_bytes
 from awm_runtime.verifiers._outcome import MAX_RESULT, clean, read_result
+from awm_runtime.verifiers._warm import MAX_IDLE, MAX_JOBS
 
 BLOBS_MARK = b"B"  # a job frame: MARK, its JSON's size, the JSON, then the DBs' bytes (`_warm_worker._read_job`)
 MAX_PARTS = 256  # changed pages sent as parts of one write; more are joined first
@@ -71,8 +73,8 @@ def plan(data: dict[str, Any], kept_bytes: int, kept_type: type) -> Plan:
 
 
 def job_frame(job: dict[str, Any], sent: Plan, lease: dict[str, Any]) -> list[Any]:
-    """The job's frame for its worker, in parts: the templates the lease says it lacks (`keep`), then the whole
-    DBs, then the changed pages (the order `_warm_worker._read_job` reads them in)."""
+    """The job's frame for its worker, in parts: the templates it lacks (`keep`), then the whole DBs, then the
+    changed pages (the order `_warm_worker._read_job` reads them in)."""
     keep = [[d, len(sent.templates[d])] for d in lease.get("keep", ())]
     body = encode({**job, "kept": sent.kept, "deltas": sent.deltas, "keep": keep, "forget": lease.get("forget", []),
                    "blob_paths": list(sent.whole), "blob_sizes": [len(v) for v in sent.whole.values()]})
@@ -85,12 +87,38 @@ def job_frame(job: dict[str, Any], sent: Plan, lease: dict[str, Any]) -> list[An
 
 @dataclass(slots=True)
 class _Kept:
-    """The runtime's end of one kept worker's socket, and the jobs leased to it that it has not answered."""
+    """The runtime's end of one kept worker's socket, the jobs given it that it has not answered, the templates it
+    holds (`kept`: digest -> size, least recently used first) and how many jobs it has served."""
 
     wid: int
     sock: socket.socket
+    code: str = ""
     buf: bytearray = field(default_factory=bytearray)
     jobs: set[int] = field(default_factory=set)
+    kept: OrderedDict[str, int] = field(default_factory=OrderedDict)
+    served: int = 0
+
+
+def mirror(kept: _Kept, sizes: dict[str, int], kept_max: int) -> tuple[list[str], list[str], int]:
+    """What a worker must be sent for a job needing the templates `sizes` (digest -> size; those it does not hold),
+    what it must let go (least recently used first, until it holds at most `kept_max` bytes, never one this job
+    needs), and how many it holds already; `kept.kept` becomes what it will hold."""
+    keep: list[str] = []
+    for digest, size in sizes.items():
+        if digest in kept.kept:
+            kept.kept.move_to_end(digest)
+        else:
+            keep.append(digest)
+            kept.kept[digest] = size
+    forget: list[str] = []
+    held = sum(kept.kept.values())
+    for digest in list(kept.kept):
+        if held <= kept_max:
+            break
+        if digest not in sizes:
+            held -= kept.kept.pop(digest)
+            forget.append(digest)
+    return keep, forget, len(sizes) - len(keep)
 
 
 class KeptSockets:
@@ -101,36 +129,49 @@ class KeptSockets:
                  kill: Callable[[int, str], None]) -> None:
         self.pending, self.done, self.kill = pending, done, kill
         self.by_wid: dict[int, _Kept] = {}
+        self.idle: OrderedDict[int, _Kept] = OrderedDict()  # workers this process holds idle, least recent first
 
-    def lease(self, job_id: int, lease: dict[str, Any], fds: socket.socket | None) -> bool:
-        """Take a lease the server granted: the worker's socket with it if it is new (`fd`). False when the runtime
-        has no socket for the worker (it ended before this lease was read): the job is then the server's to end."""
+    def take(self, code: str) -> _Kept | None:
+        """An idle worker of `code` (the most recently used), now this job's: None if there is none."""
+        for kept in reversed(self.idle.values()):
+            if kept.code == code:
+                del self.idle[kept.wid]
+                return kept
+        return None
+
+    def lease(self, job_id: int, lease: dict[str, Any], fds: socket.socket | None, code: str = "") -> _Kept | None:
+        """Take a lease the server granted: a new worker's socket comes with it (`fd`). None when the runtime has
+        no socket for the worker: the job is then the server's to end."""
         wid = int(lease["wid"])
         if lease.get("fd"):
             got = _receive_fd(fds, wid)
             if got is None:
-                return False
-            self._watch(wid, got)
+                return None
+            self._watch(wid, got, code)
         kept = self.by_wid.get(wid)
-        if kept is None:
-            return False
-        kept.jobs.add(job_id)
-        return True
+        if kept is not None:
+            kept.jobs.add(job_id)
+        return kept
 
-    def _watch(self, wid: int, sock: socket.socket) -> None:
+    def _watch(self, wid: int, sock: socket.socket, code: str) -> None:
         sock.setblocking(False)
         old = self.by_wid.pop(wid, None)
         if old is not None:  # a server's ids are unique: only a stale socket of a previous server
             self._drop(old)
-        kept = self.by_wid[wid] = _Kept(wid, sock)
+        kept = self.by_wid[wid] = _Kept(wid, sock, code)
         asyncio.get_running_loop().add_reader(sock.fileno(), self._readable, kept)
 
-    async def send(self, wid: int, parts: list[Any]) -> None:
-        """Write a job's frame to worker `wid`. A worker already gone is no error here: the server ends its job;
-        a frame that cannot be written is the job's end (the server kills the worker with the reason)."""
-        kept = self.by_wid.get(wid)
-        if kept is None:
-            return
+    async def send(self, kept: _Kept, job: dict[str, Any], sent: Plan, kept_max: int) -> tuple[int, int]:
+        """Write `job` to its worker, with the templates it lacks (and what to let go, `mirror`); the templates it
+        held already and those sent. A worker already gone is no error here: the server ends its job; a frame that
+        cannot be written is the job's end (the server kills the worker with the reason)."""
+        keep, forget, hits = mirror(kept, {d: len(v) for d, v in sent.templates.items()}, kept_max)
+        parts = job_frame(job, sent, {"keep": keep, "forget": forget})
+        await self._write(kept, parts)
+        return hits, len(keep)
+
+    async def _write(self, kept: _Kept, parts: list[Any]) -> None:
+        wid = kept.wid
         try:
             sent = kept.sock.sendmsg(parts)
             if sent < sum(len(p) for p in parts):  # a first job with its templates may not fit at once
@@ -168,13 +209,23 @@ class KeptSockets:
                              "of its own")
                 return
             kept.jobs.discard(job_id)
-            self.done(job_id, clean(reply) and not kept.buf)  # before anything else this process sends the server
+            kept.served += 1
+            keep = clean(reply) and not kept.buf and kept.served < MAX_JOBS
             if kept.buf:
+                self.done(job_id, False)
                 self._broken(kept, "verifier process wrote more than one result", also=(job_id, reply))
                 return
             future = self.pending.pop(job_id, None)
             if future is not None and not future.done():
                 future.set_result(reply)
+            # After the result (its awaiter runs first, and its next `run` or `lease` carries this in the same
+            # write), before anything else this process sends the server.
+            self.done(job_id, keep)
+            if keep and not kept.jobs and self.by_wid.get(kept.wid) is kept:
+                self.idle[kept.wid] = kept
+                while len(self.idle) > MAX_IDLE:
+                    _, old = self.idle.popitem(last=False)
+                    self.kill(old.wid, "closed idle")
 
     def _broken(self, kept: _Kept, why: str, also: tuple[int, dict[str, Any]] | None = None) -> None:
         """Not one result: the jobs leased to the worker end with `why`, and the server kills it."""
@@ -189,6 +240,8 @@ class KeptSockets:
     def _drop(self, kept: _Kept) -> None:
         if self.by_wid.get(kept.wid) is kept:
             del self.by_wid[kept.wid]
+        if self.idle.get(kept.wid) is kept:
+            del self.idle[kept.wid]
         with contextlib.suppress(Exception):
             asyncio.get_running_loop().remove_reader(kept.sock.fileno())
         kept.sock.close()
@@ -201,6 +254,7 @@ class KeptSockets:
                     asyncio.get_running_loop().remove_reader(kept.sock.fileno())
             kept.sock.close()
         self.by_wid.clear()
+        self.idle.clear()
 
 
 def _receive_fd(fds: socket.socket | None, wid: int) -> socket.socket | None:

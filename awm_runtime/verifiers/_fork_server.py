@@ -147,6 +147,9 @@ class Server:
             op = job.get("op")
             if op == "cancel":
                 self._cancel(int(job["id"]))
+            elif op == "run":
+                if not self.warm.run(job):  # its worker ended while idle: a new one, as a lease
+                    self.jobs.append({**job, "lease": True})
             elif op == "done":
                 self.warm.done(int(job["id"]), bool(job["clean"]))
             elif op == "kill":

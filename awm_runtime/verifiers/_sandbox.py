@@ -33,7 +33,7 @@ from awm_runtime.isolation import (
     scrubbed_env,
     stop_process,
 )
-from awm_runtime.verifiers._direct import KeptSockets, code_digest, job_frame, plan
+from awm_runtime.verifiers._direct import KeptSockets, code_digest, plan
 
 START_TIMEOUT_S = 60.0
 KEPT_BYTES = 32 << 20  # templates' bytes the server keeps, and each kept worker keeps (least recently used dropped)
@@ -95,6 +95,9 @@ class Sandbox:
         self._pending: dict[int, asyncio.Future[dict[str, Any]]] = {}  # job id -> its result
         self._leases: dict[int, asyncio.Future[dict[str, Any]]] = {}  # job id -> its kept worker's lease
         self._fds: socket.socket | None = None  # the server passes kept workers' sockets on it
+        self._outbox: list[bytes] = []  # `done` frames not written yet
+        self._direct: dict[int, tuple[dict[str, Any], Any, str]] = {}  # a kept worker's job: its JSON, plan, code
+        self._resends: set[asyncio.Future[None]] = set()
         self._workers = KeptSockets(self._pending, self._done, self._kill)
         self._ids = itertools.count(1)
         self._start_lock = asyncio.Lock()
@@ -142,11 +145,16 @@ class Sandbox:
                 reply = await read_frame(proc.stdout)
                 job_id = int(reply.pop("id", -1))
                 lease = self._leases.pop(job_id, None)
-                if "wid" in reply:  # a kept worker for the job: its result will come from the worker
-                    if not self._workers.lease(job_id, reply, self._fds):  # it ended before: it cannot be sent the job
+                if "wid" in reply:  # a new kept worker for the job: its result will come from the worker
+                    entry = self._direct.get(job_id)
+                    worker = self._workers.lease(job_id, reply, self._fds, entry[2] if entry else "")
+                    if worker is None:  # it ended before: it cannot be sent the job
                         self._kill(int(reply["wid"]), "verifier process ended before its job was sent")
                         reply = {"ok": False, "error": "the kept verifier worker ended before its job was sent"}
-                    elif lease is None:  # the caller stopped waiting: the server is told (`cancel`) and ends it
+                    elif lease is None:  # not awaited: the caller stopped waiting (the server is told, `cancel`),
+                        if entry is not None:  # or the idle worker it was given had ended: this one gets the job
+                            self._resends.add(task := asyncio.ensure_future(self._send(worker, job_id)))
+                            task.add_done_callback(self._resends.discard)
                         continue
                 if "ok" in reply and (future := self._pending.pop(job_id, None)) is not None and not future.done():
                     future.set_result(reply)
@@ -166,14 +174,22 @@ class Sandbox:
 
     def _tell(self, request: dict[str, Any]) -> None:
         """Send the server `request`, answered by nothing (a server gone needs no telling)."""
-        proc = self._proc
-        if proc is not None and proc.stdin is not None and proc.returncode is None:
-            with contextlib.suppress(Exception):
-                proc.stdin.write(encode(request))
+        with contextlib.suppress(Exception):
+            self._flush(encode(request))
 
     def _done(self, job_id: int, clean: bool) -> None:
-        """Tell the server a kept worker's job is over: its worker is idle again (`clean`) or is to be killed."""
-        self._tell({"op": "done", "id": job_id, "clean": clean})
+        """Tell the server a kept worker's job is over: its worker is idle again (`clean`) or is to be killed. Sent
+        with the next lease if one is written before the loop turns (one write, one wake-up of the server), else
+        on its own at the next turn: before anything else this process sends the server either way."""
+        if not self._outbox:
+            asyncio.get_running_loop().call_soon(self._flush)
+        self._outbox.append(encode({"op": "done", "id": job_id, "clean": clean}))
+
+    def _flush(self, *more: bytes) -> None:
+        proc, frames = self._proc, [*self._outbox, *more]
+        self._outbox.clear()
+        if frames and proc is not None and proc.stdin is not None and proc.returncode is None:
+            proc.stdin.write(b"".join(frames))
 
     def _kill(self, wid: int, why: str) -> None:
         """Have the server kill kept worker `wid` (the runtime read something from it that is not one result)."""
@@ -212,7 +228,7 @@ class Sandbox:
                 assert data is not None
                 reply = await self._run_kept(proc, job, data, rounds * timeout_s + GRACE_S, future)
             else:
-                proc.stdin.write(encode(job))
+                self._flush(encode(job))
                 await proc.stdin.drain()
                 async with asyncio.timeout(rounds * timeout_s + GRACE_S):  # no task, no shield: a timer on this one
                     reply = await future
@@ -227,7 +243,7 @@ class Sandbox:
             self._leases.pop(job_id, None)
             if self._pending.pop(job_id, None) is not None and proc.returncode is None:
                 with contextlib.suppress(Exception):
-                    proc.stdin.write(encode({"op": "cancel", "id": job_id}))
+                    self._flush(encode({"op": "cancel", "id": job_id}))
             raise
         elapsed = (time.perf_counter() - started) * 1000
         kept = reply.pop("kept", None)
@@ -243,27 +259,44 @@ class Sandbox:
     async def _run_kept(self, proc: asyncio.subprocess.Process, job: dict[str, Any], data: dict[str, bytes | Kept],
                         wait_s: float, future: asyncio.Future[dict[str, Any]]) -> dict[str, Any]:
         """Run `job` in a kept worker: plan what its DBs send (a template by digest, a final DB as the pages where it
-        differs, `_direct.plan`), ask the server for a worker (`lease`: it names the templates that worker lacks),
-        write the job to the worker's socket, and await its result (or the server's word that it ended)."""
-        assert proc.stdin is not None
+        differs, `_direct.plan`); take an idle worker of its code this process holds (telling the server, which
+        starts the job's clock: `run`) or ask the server for a new one (`lease`); write the job to the worker's
+        socket, and await its result (or the server's word that it ended)."""
         job_id = int(job["id"])
         sent = plan(data, self.kept_bytes, Kept)
-        lease_future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
-        self._leases[job_id] = lease_future
-        proc.stdin.write(encode({"lease": True, "id": job_id, "code": code_digest(job["code"]),
-                                 "timeout_s": job["timeout_s"], "cpu_s": job["cpu_s"], "memory_mb": job["memory_mb"],
-                                 "templates": {d: len(v) for d, v in sent.templates.items()},
-                                 "kept_max": self.kept_bytes}))
-        await proc.stdin.drain()
-        async with asyncio.timeout(wait_s):  # no task, no shield: a timer on this one
-            lease = await lease_future
-            if "wid" not in lease:  # the job ended before it had a worker
-                return lease
-            work = {k: job[k] for k in ("id", "code", "function", "kwargs")}
-            await self._workers.send(int(lease["wid"]), job_frame(work, sent, lease))
-            reply = await future
-        reply.setdefault("kept", lease.get("kept"))
-        return reply
+        code = code_digest(job["code"])
+        request = {"id": job_id, "code": code, "timeout_s": job["timeout_s"], "cpu_s": job["cpu_s"],
+                   "memory_mb": job["memory_mb"]}
+        work = {k: job[k] for k in ("id", "code", "function", "kwargs")}
+        self._direct[job_id] = (work, sent, code)  # for a new worker, should the one it is given end before it starts
+        try:
+            async with asyncio.timeout(wait_s):  # no task, no shield: a timer on this one
+                worker = self._workers.take(code)
+                if worker is not None:
+                    worker.jobs.add(job_id)
+                    self._flush(encode({"op": "run", "wid": worker.wid, **request}))
+                else:
+                    lease_future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+                    self._leases[job_id] = lease_future
+                    self._flush(encode({"lease": True, **request}))
+                    await proc.stdin.drain()  # type: ignore[union-attr]
+                    lease = await lease_future
+                    worker = self._workers.by_wid.get(int(lease.get("wid", -1)))
+                    if "ok" in lease or worker is None:  # the job ended before it had a worker
+                        return lease
+                await self._send(worker, job_id)
+                return await future
+        finally:
+            self._direct.pop(job_id, None)
+
+    async def _send(self, worker: Any, job_id: int) -> None:
+        """Write job `job_id` (its frame, `_direct`) to `worker`; count its templates' travel."""
+        entry = self._direct.get(job_id)
+        if entry is None:
+            return
+        hits, sends = await self._workers.send(worker, entry[0], entry[1], self.kept_bytes)
+        self.kept_stats.worker_hits += hits
+        self.kept_stats.worker_sends += sends
 
     def served_by(self) -> list[int]:
         """The pids of the server and of its processes now alive (forks, kept workers): whose CPU a verification

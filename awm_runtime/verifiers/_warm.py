@@ -47,7 +47,7 @@ import socket
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from itertools import count
 from typing import Any
 
@@ -95,7 +95,6 @@ class Worker:
     job: _Child | None = None
     cpu_at_start: float = 0.0
     served: int = 0
-    kept: OrderedDict[str, int] = field(default_factory=OrderedDict)  # digest -> size of the templates it holds
 
 
 class WarmPool:
@@ -124,59 +123,37 @@ class WarmPool:
         return Worker(next(self._wids), pid, code, pidfd), mine
 
     def start(self, job: dict[str, Any]) -> None:
-        """Lease an idle worker for `job`'s code, or a new one, to the runtime: start the job's clock and say which
-        worker (sending a new one's socket first) and which templates (`templates`: digest -> size) the runtime
-        must send it with the job (`keep`) and it lets go (`forget`)."""
+        """Lease a new worker for `job`'s code to the runtime (it asks only when it holds no idle one of that code):
+        fork it, start the job's clock, send the runtime the worker's socket, then the lease `{id, wid, fd}`."""
         if self.fds is None:  # a server started without the runtime's descriptor socket: no lease can be kept
             self.send(encode({"ok": False, "id": int(job["id"]), "elapsed_ms": 0.0,
                               "error": "the verifier server was started without a descriptor socket"}))
             return
-        code = str(job["code"])
-        worker = next((w for w in self.idle.values() if w.code == code), None)
-        mine: socket.socket | None = None
-        if worker is not None:
-            del self.idle[worker.status_fd]
-        else:
-            worker, mine = self._fork(code, int(job["memory_mb"]), int(job["cpu_s"]))
+        worker, mine = self._fork(str(job["code"]), int(job["memory_mb"]), int(job["cpu_s"]))
+        self._clock(worker, job)
+        lease = {"id": int(job["id"]), "wid": worker.wid, "fd": True}
+        try:  # before the lease: the runtime reads the socket when it reads the lease
+            socket.send_fds(self.fds, [b"%d" % worker.wid], [mine.fileno()])
+        except OSError:
+            lease["fd"] = False  # the runtime is going away; the job ends with its worker
+        mine.close()
+        self.send(encode(lease))
+
+    def run(self, job: dict[str, Any]) -> bool:
+        """The runtime runs `job` in idle worker `wid`, which it holds (its job is already on the way): start its
+        clock. False if that worker has ended meanwhile: the job then needs a lease (`start`) instead."""
+        fd = next((fd for fd, w in self.idle.items() if w.wid == int(job["wid"])), None)
+        if fd is None:
+            return False
+        self._clock(self.idle.pop(fd), job)
+        return True
+
+    def _clock(self, worker: Worker, job: dict[str, Any]) -> None:
         now = time.monotonic()
         timeout = float(job["timeout_s"])
         worker.job = _Child(worker.pid, int(job["id"]), now + timeout, now, timeout, int(job["cpu_s"]))
         worker.cpu_at_start = process_cpu_s(worker.pid) if job["cpu_s"] < timeout else 0.0  # only the watchdog needs it
         self.busy[worker.status_fd] = worker
-        sizes = {str(d): int(n) for d, n in (job.get("templates") or {}).items()}
-        keep, forget, hits = self._mirror(worker, sizes, int(job.get("kept_max", 0)))
-        worker.job.kept = (hits, len(keep))
-        lease = {"id": worker.job.job_id, "wid": worker.wid, "keep": keep, "forget": forget,
-                 "kept": [hits, len(keep)], "fd": mine is not None}
-        if mine is not None:
-            try:  # before the lease: the runtime reads the socket when it reads the lease
-                socket.send_fds(self.fds, [b"%d" % worker.wid], [mine.fileno()])
-            except OSError:
-                lease["fd"] = False  # the runtime is going away; the job ends with its worker
-            mine.close()
-        self.send(encode(lease))
-
-    @staticmethod
-    def _mirror(worker: Worker, sizes: dict[str, int], kept_max: int) -> tuple[list[str], list[str], int]:
-        """What `worker` must be sent for a job needing the templates `sizes` (those it does not hold), what it
-        must let go (least recently used first, until it holds at most `kept_max` bytes, never one this job
-        needs), and how many it holds already; `worker.kept` becomes what it will hold."""
-        keep: list[str] = []
-        for digest, size in sizes.items():
-            if digest in worker.kept:
-                worker.kept.move_to_end(digest)
-            else:
-                keep.append(digest)
-                worker.kept[digest] = size
-        forget: list[str] = []
-        held = sum(worker.kept.values())
-        for digest in list(worker.kept):
-            if held <= kept_max:
-                break
-            if digest not in sizes:
-                held -= worker.kept.pop(digest)
-                forget.append(digest)
-        return keep, forget, len(sizes) - len(keep)
 
     def owns(self, fd: int) -> bool:
         """Whether `fd` is one of this pool's."""
@@ -198,9 +175,9 @@ class WarmPool:
             return
         del self.busy[worker.status_fd]
         worker.job, worker.served = None, worker.served + 1
-        if clean and worker.served < MAX_JOBS:
+        if clean and worker.served < MAX_JOBS:  # the runtime holds it now, for its next job of that code
             self.idle[worker.status_fd] = worker
-            while len(self.idle) > MAX_IDLE:
+            while len(self.idle) > 4 * MAX_IDLE:  # a backstop: the runtime keeps at most MAX_IDLE
                 self._close(self.idle.popitem(last=False)[1])
         else:
             self._close(worker)

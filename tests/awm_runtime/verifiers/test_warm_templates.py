@@ -1,7 +1,8 @@
 """Templates in kept verifier workers: a job names its template by digest (`Kept`); the template's bytes go from
 the runtime to each kept worker once (never through the verifier server, which only mirrors what each worker
-holds), and a job's final DB goes as the pages where it differs from the template. Each job still opens its own copy: what a verifier does to it never reaches the next job. A
-bounded cache drops the least recently used template, and a worker that replaces a failed one is sent it again."""
+holds), and a job's final DB goes as the pages where it differs from the template. Each job still opens its own
+copy: what a verifier does to it never reaches the next job. A bounded cache drops the least recently used
+template, and a worker that replaces a failed one is sent it again."""
 
 from __future__ import annotations
 
