@@ -1,11 +1,12 @@
 """The runtime's end of kept verifier workers (`Sandbox(reuse=True)`): jobs and results go straight between the
 runtime and the worker, the verifier server only supervising (`_warm`).
 
-Per job the runtime plans what it sends (`plan`: templates by digest, a final DB as its changed pages), asks the
-server for a worker (a `lease`), and writes the job (`job_frame`) to that worker's socket. The server passes a new
-worker's socket once, with its first lease (SCM_RIGHTS on the descriptor socket); `KeptSockets` keeps it, watched
-by the event loop, until it reads EOF there (the worker ended: killed, retired or crashed), and only then closes
-it, so a result written before the worker ended is still read.
+Per job the runtime plans what it sends (`plan`: templates by digest, a final DB as its changed pages), takes an
+idle worker of the job's code it holds (`KeptSockets.take`, telling the server `run`) or asks the server for a new
+one (`lease`), and writes the job (`job_frame`, with the templates that worker lacks: `mirror`) to that worker's
+socket. The server passes a new worker's socket once, with its first lease (SCM_RIGHTS on the descriptor socket);
+`KeptSockets` keeps it, watched by the event loop, until it reads EOF there (the worker ended: killed, retired or
+crashed), and only then closes it, so a result written before the worker ended is still read.
 
 A result names its job (`id`), and is taken only for a job leased to the worker whose socket it came on: a reply
 never reaches another worker's job. A result for a job no longer awaited (cancelled, or already ended by the

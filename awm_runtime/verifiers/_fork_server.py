@@ -15,6 +15,11 @@ verification's ~6.7 ms, and a batch verifies the same task's code for every epis
 child to compile a code sends the server its code object (marshalled) as a first frame, written
 before any of the verifier's own code runs, and later children for the same code start from it.
 The server never parses verifier source itself.
+
+With `Sandbox(reuse=True)` a job given its DBs' bytes runs instead in a kept worker (`_warm`); the server forks and
+supervises those workers (`lease`, `run`, `done`, `kill` requests), but the job's bytes and result go straight
+between the runtime and the worker, on a socket it passed the runtime once (`--fds`: the runtime's descriptor
+socket).
 """
 
 from __future__ import annotations

@@ -5,35 +5,30 @@ there is one, else a new fork. One job at a time a worker; each worker serves on
 verification leaves behind in its worker can reach only later runs of the same code (which decides those
 episodes' rewards anyway), never another verifier's.
 
-The server supervises; the job's bytes and its reply do not pass through it (issue 49: relaying them was a third
-of a verification's CPU). Per job:
+The server supervises; the job's bytes and its result do not pass through it (issue 49: relaying them was a third
+of a verification's CPU), and a job in a worker already there costs it no reply:
 
-1. the runtime asks for a worker (`lease`: the job's id, its code's digest, its limits, the sizes of the templates
-   it names); the server picks an idle worker of that code or forks one, starts the job's clock and answers
-   `{id, wid, keep, forget, kept}`. A new worker's end of a socketpair goes to the runtime first, once, over the
-   runtime's descriptor socket (SCM_RIGHTS); the runtime keeps it while the worker lives (until it reads EOF);
-2. the runtime writes the job (with the templates the server says the worker lacks, `keep`) to that socket, and
-   the worker writes its result there (the job's id in it: a reply can only answer a job leased to that worker);
-3. the runtime, having read the result, tells the server the job is over (`done`, written before anything else
-   it sends, so before its next lease: a worker just done is idle for it), and whether the worker is clean (a
-   value, or the verify function raising on its DB: it is kept) or not (anything else: it is killed).
+1. a job of a code the runtime holds no idle worker for asks for one (`lease`: the job's id, its code's digest,
+   its limits); the server forks a worker, starts the job's clock, passes the worker's end of a socketpair to the
+   runtime over the runtime's descriptor socket (SCM_RIGHTS, once per worker), then answers `{id, wid, fd}`;
+2. a job of a code the runtime holds an idle worker for goes to it at once: the runtime tells the server
+   (`run`: the job's id, the worker, its limits; no reply), which starts the job's clock. If that worker ended
+   meanwhile, the server takes the `run` as a `lease` and the runtime sends the job to the new worker;
+3. the runtime writes the job (with the templates the worker lacks: the runtime mirrors what each worker holds,
+   `_direct.mirror`) to the worker's socket, and reads its result there (with the job's id: a reply can only
+   answer a job given to that worker);
+4. the runtime tells the server the job is over (`done`, before anything else it sends) and whether the worker is
+   clean (a value, or the verify function raising on its DB: it stays idle, held by the runtime for its next job
+   of that code) or not (anything else, or its `MAX_JOBS`-th job: the server kills it).
 
-The worker writes nothing to the server; the server watches its pidfd, which is readable when it ends.
-
-The server keeps the guarantees per job it gives a forked child: the wall-clock timeout, the CPU seconds (a
-watchdog on the worker's CPU clock, every `CPU_POLL_S` while one runs), kill and replacement, cancellation. A job
-it ends (timeout, CPU, cancelled, killed, the worker died) gets its reply from the server, with the same words as
-a fork's; the runtime takes whichever comes first of that and the worker's own result (as the server did when it
+The worker writes nothing to the server; the server watches its pidfd, which is readable when it ends. The server
+keeps the guarantees per job it gives a forked child: the wall-clock timeout, the CPU seconds (a watchdog on the
+worker's CPU clock, every `CPU_POLL_S` while one runs), kill and replacement, cancellation. A job it ends
+(timeout, CPU, cancelled, killed, the worker died) gets its reply from the server, with the same words as a
+fork's; the runtime takes whichever comes first of that and the worker's own result (as the server did when it
 relayed). The result's size bound is enforced by whoever reads the result: the runtime (`_direct`), which then has
-the server kill the worker (`kill`). At most `MAX_IDLE` idle workers are kept (the least recently used closed
-first), and each retires after `MAX_JOBS` jobs; a worker closed by the server ends, and the runtime closes its end
-of the socket at EOF.
-
-A job names its templates (a scenario's pristine initial DB, the same for each of its episodes) by digest; the
-runtime holds their bytes and the server mirrors what each worker holds (`Worker.kept`, least recently used
-first, within the job's `kept_max` bytes): each lease tells the runtime which templates the worker now gets
-(`keep`, sent by the runtime with the job) and which it lets go (`forget`), so that the two never disagree. A new
-worker (a first one, or one replacing a failed one) holds nothing and is sent what its job needs.
+the server kill the worker (`kill`). The runtime holds at most `MAX_IDLE` idle workers (the least recently used
+killed first, `kill`); a worker that ends is closed by the runtime at EOF on its socket.
 """
 
 from __future__ import annotations
