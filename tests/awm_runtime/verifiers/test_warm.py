@@ -258,3 +258,19 @@ async def test_a_result_never_reaches_another_job(kept: Sandbox, tmp_path: Path)
         results = await asyncio.gather(*(verify(kept, COUNT, blobs[n], name=f"/episodes/{n}/final.db")
                                          for n in (*range(1, 9), *range(8, 0, -1))))
         assert [r.value["n"] for r in results] == [*range(1, 9), *range(8, 0, -1)]
+
+
+async def test_a_job_sent_to_an_idle_worker_that_has_just_ended_goes_to_a_new_one(kept: Sandbox,
+                                                                                   tmp_path: Path) -> None:
+    """The runtime holds its idle worker and sends it the next job at once (`run`); a worker that ended while
+    idle, before the runtime read its EOF, is replaced by the server (the `run` becomes a lease) and the job is
+    sent again, to the new worker."""
+    import signal
+
+    data = db_bytes(3, tmp_path)
+    assert (await verify(kept, COUNT, data)).value is not None
+    (pid,) = workers(kept)
+    os.kill(pid, signal.SIGKILL)
+    time.sleep(0.5)  # noqa: ASYNC251  the server reaps it; this loop must not turn (it still holds the worker)
+    assert (await verify(kept, COUNT, data)).value == {"result": "complete", "n": 3}
+    assert len(workers(kept)) == 1 and pid not in workers(kept)
