@@ -15,6 +15,11 @@ verification's ~6.7 ms, and a batch verifies the same task's code for every epis
 child to compile a code sends the server its code object (marshalled) as a first frame, written
 before any of the verifier's own code runs, and later children for the same code start from it.
 The server never parses verifier source itself.
+
+With `Sandbox(reuse=True)` a job given its DBs' bytes runs instead in a kept worker (`_warm`); the server forks and
+supervises those workers (`lease`, `run`, `done`, `kill` requests), but the job's bytes and result go straight
+between the runtime and the worker, on a socket it passed the runtime once (`--fds`: the runtime's descriptor
+socket).
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ import marshal
 import os
 import selectors
 import signal
+import socket
 import time
 from collections import OrderedDict, deque
 from types import CodeType
@@ -51,10 +57,9 @@ from awm_runtime.verifiers._outcome import MAX_RESULT, _Child, describe, outcome
 from awm_runtime.verifiers._outcome import child_reply as child_reply
 from awm_runtime.verifiers._outcome import unencodable as unencodable
 from awm_runtime.verifiers._restrict import compile_verifier, module_proxies, run_verifier
-from awm_runtime.verifiers._warm import WarmPool, keep_heap, templates_of, widen_pipe
+from awm_runtime.verifiers._warm import WarmPool, keep_heap, widen_pipe
 
 CODE_MARK = b"C"  # a child's first frame holds its compiled code when it starts so; a result starts with "{"
-BLOBS_MARK = b"B"  # a request whose DBs come as bytes, for a kept worker (`_warm`)
 CODE_CACHE = 512  # compiled verifiers the server keeps, the least recently used dropped first
 
 
@@ -114,22 +119,9 @@ def _compiled(job: dict[str, Any], out: int) -> CodeType:
     return code
 
 
-def _request(payload: bytes) -> dict[str, Any]:
-    """A request frame's job. One that starts with `BLOBS_MARK` carries its DBs' bytes after its JSON:
-    MARK, the JSON's size (a header), the JSON (with `blob_paths` and `blob_sizes`), then each DB's bytes,
-    which become `blobs`, a view of them (no copy)."""
-    if payload[:1] != BLOBS_MARK:
-        job: dict[str, Any] = decode(payload)
-        return job
-    (size,) = HEADER.unpack_from(payload, 1)
-    at = 1 + HEADER.size + size
-    job = decode(payload[1 + HEADER.size:at])
-    job["blobs"] = memoryview(payload)[at:]
-    return job
-
-
 class Server:
-    def __init__(self, in_fd: int, out_fd: int, *, max_children: int, parent: int, unsafe: bool = False) -> None:
+    def __init__(self, in_fd: int, out_fd: int, *, max_children: int, parent: int, unsafe: bool = False,
+                 fds: socket.socket | None = None) -> None:
         self.in_fd, self.out_fd, self.parent, self.unsafe = in_fd, out_fd, parent, unsafe
         self.max_children = max_children
         self.proxies = module_proxies()
@@ -140,10 +132,8 @@ class Server:
         self.children: dict[int, _Child] = {}
         self.exiting: dict[int, int] = {}  # pidfd -> pid of a child killed after its reply, not yet reaped
         self.compiled: OrderedDict[str, bytes] = OrderedDict()  # verifier source -> its marshalled code
-        # Templates' bytes by digest, as the runtime says (`keep`, `drop`): it decides what is held, within its bound.
-        self.templates: dict[str, memoryview] = {}
         self.warm = WarmPool(self.sel, self.proxies, parent, unsafe, self._reap_later,
-                             lambda data: write_all(self.out_fd, data))
+                             lambda data: write_all(self.out_fd, data), fds)
 
     def _read_requests(self) -> bool:
         data = os.read(self.in_fd, 1 << 20)
@@ -156,19 +146,20 @@ class Server:
                 return False
             if len(self.inbuf) < HEADER.size + size:
                 break
-            with memoryview(self.inbuf) as view:  # one copy out of the buffer
-                job = _request(bytes(view[HEADER.size:HEADER.size + size]))
+            with memoryview(self.inbuf) as view:
+                job: dict[str, Any] = decode(view[HEADER.size:HEADER.size + size])
             del self.inbuf[:HEADER.size + size]
             op = job.get("op")
             if op == "cancel":
                 self._cancel(int(job["id"]))
-            elif op == "keep":
-                self.templates[str(job["digest"])] = job["blobs"]
-            elif op == "drop":
-                self.templates.pop(str(job["digest"]), None)
+            elif op == "run":
+                if not self.warm.run(job):  # its worker ended while idle: a new one, as a lease
+                    self.jobs.append({**job, "lease": True})
+            elif op == "done":
+                self.warm.done(int(job["id"]), bool(job["clean"]))
+            elif op == "kill":
+                self.warm.kill(int(job["wid"]), str(job["why"]))
             else:
-                if "blobs" in job:  # its templates as they are now: a later `drop` must not reach it in the queue
-                    job["templates"] = {d: self.templates.get(d) for d in templates_of(job)}
                 self.jobs.append(job)
         return True
 
@@ -273,8 +264,8 @@ class Server:
                     self._kill(fd, f"verifier timed out after {child.timeout_s:g}s")
             while self.jobs and len(self.children) + len(self.warm.busy) < self.max_children:
                 job = self.jobs.popleft()
-                if "blobs" in job:
-                    self.warm.start(job, job.pop("blobs"), job.pop("templates"))
+                if job.get("lease"):
+                    self.warm.start(job)
                 else:
                     self._spawn(job)
             warm = self.warm.check(time.monotonic())
@@ -304,6 +295,7 @@ def main() -> None:
     parser.add_argument("--parent", type=int, required=True)
     parser.add_argument("--max-children", type=int, default=4)
     parser.add_argument("--unsafe", action="store_true")
+    parser.add_argument("--fds", type=int, default=-1, help="a socket to pass kept workers' sockets to the runtime")
     args = parser.parse_args()
     die_with_parent(args.parent)
     yield_cpu()  # verifications run below the runtime's loop, which serves every episode
@@ -311,11 +303,12 @@ def main() -> None:
         enter_namespaces()  # once, single-threaded: every job inherits no network and its own user namespace
         prepare_confinement()
     in_fd, out_fd = protocol_fds()
-    widen_pipe(in_fd)  # a job with its DBs' bytes arrives in one read
-    keep_heap()  # and lands in pages already mapped (kept workers inherit it)
+    widen_pipe(in_fd)
+    keep_heap()  # kept workers inherit it: a job's DB bytes land in pages already mapped
     import _strptime  # noqa: F401  datetime.strptime imports it lazily; the child may not be able to
 
-    server = Server(in_fd, out_fd, max_children=args.max_children, parent=args.parent, unsafe=args.unsafe)
+    fds = socket.socket(fileno=args.fds) if args.fds >= 0 else None
+    server = Server(in_fd, out_fd, max_children=args.max_children, parent=args.parent, unsafe=args.unsafe, fds=fds)
     # Without this a child's first full collection walks every inherited object, copying each page
     # it touches: ~25 ms of a verification's ~30 ms. Frozen objects are outside the collector's reach.
     gc.collect()

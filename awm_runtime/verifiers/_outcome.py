@@ -57,16 +57,20 @@ def outcome(run: Callable[[], Any], memory_mb: Any) -> dict[str, Any]:
         return {"ok": False, "fault": fault(exc), "error": describe(exc)}
 
 
-def result_frame(result: dict[str, Any]) -> bytes:
-    """The frame for `result`, by the frame encoder's own rules (orjson): what passes here reaches the runtime
-    as it is; a value that cannot be encoded is the verifier's failure."""
+def result_frame(result: dict[str, Any], tail: dict[str, Any] | None = None) -> bytes:
+    """The frame for `result` (with `tail`'s keys: a kept worker's job id), by the frame encoder's own rules
+    (orjson): what passes here reaches the runtime as it is; a value that cannot be encoded is the verifier's
+    failure."""
+    tail = tail or {}
     try:
-        return encode(result)
+        return encode({**result, **tail})
     except (TypeError, ValueError, RecursionError, orjson.JSONEncodeError) as exc:
-        return encode({"ok": False, "fault": "verifier",
+        return encode({"ok": False, "fault": "verifier", **tail,
                        "error": f"verifier returned a value that is not JSON ({unencodable(exc)})"})
-    except MemoryError:
-        body = b'{"ok": false, "fault": "sandbox", "error": "verifier result exceeded the memory limit"}'
+    except MemoryError:  # nothing more is built: a prepared body, with the id (an int) if there is one
+        job_id = tail.get("id")
+        body = (b'{"ok":false,"fault":"sandbox",' + (b'"id":%d,' % job_id if isinstance(job_id, int) else b"")
+                + b'"error":"verifier result exceeded the memory limit"}')
         return HEADER.pack(len(body)) + body
 
 
@@ -98,19 +102,30 @@ def child_reply(child: _Child, status: int) -> dict[str, Any]:
     if child.killed:
         return {"ok": False, "error": child.killed}
     if child.buf:
-        try:
-            reply = orjson.loads(child.buf)
-        except orjson.JSONDecodeError as exc:
-            return {"ok": False, "error": f"verifier process wrote an unreadable result ({unencodable(exc)})"}
-        if not isinstance(reply, dict) or not isinstance(reply.get("ok"), bool):
-            return {"ok": False, "error": "verifier process wrote a result that is not a reply object"}
-        return reply
+        return read_result(child.buf)
     if os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGXCPU:
         return {"ok": False, "error": f"verifier exceeded its CPU limit ({child.cpu_s}s)"}
     if os.WIFSIGNALED(status):
         return {"ok": False, "error": f"verifier process was killed by {_signal_name(os.WTERMSIG(status))}"}
     return {"ok": False, "error": f"verifier process exited with status {os.waitstatus_to_exitcode(status)} "
                                   "without a result"}
+
+
+def clean(reply: dict[str, Any]) -> bool:
+    """Whether a kept worker that answered `reply` may serve another job: after a value, or its verify function
+    raising on its DB (anything else, a refusal, a limit, a value that is not JSON, may leave it unfit to keep)."""
+    return reply.get("ok") is True or reply.get("fault") == "raised"
+
+
+def read_result(body: bytes | bytearray | memoryview) -> dict[str, Any]:
+    """A result frame's body as a process running verifier code wrote it: its reply object, or why it is none."""
+    try:
+        reply = orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        return {"ok": False, "error": f"verifier process wrote an unreadable result ({unencodable(exc)})"}
+    if not isinstance(reply, dict) or not isinstance(reply.get("ok"), bool):
+        return {"ok": False, "error": "verifier process wrote a result that is not a reply object"}
+    return reply
 
 
 def reply_frame(child: _Child, status: int, elapsed_ms: float) -> bytes:

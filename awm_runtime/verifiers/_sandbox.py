@@ -6,7 +6,9 @@ flight fail with a clear error and the next one starts a new server.
 
 Two ways a job runs there (docs/worlds.md, "Verifier isolation"): by default each in a fresh fork that
 confines itself to read exactly its two DB files; with `reuse=True`, a job given its DBs' bytes (`data`)
-runs in a kept, confined worker for its verifier's code (`_warm`), which reads no file at all.
+runs in a kept, confined worker for its verifier's code (`_warm`), which reads no file at all. The server
+leases such a worker to the job; the job's bytes and its result go straight between this process and the
+worker, on a socket the server passed once per worker (`_direct`).
 """
 
 from __future__ import annotations
@@ -15,14 +17,13 @@ import asyncio
 import contextlib
 import itertools
 import os
+import socket
 import sys
 import time
-from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from awm_runtime.isolation import (
-    HEADER,
     FrameError,
     encode,
     kill_process,
@@ -32,7 +33,7 @@ from awm_runtime.isolation import (
     scrubbed_env,
     stop_process,
 )
-from awm_runtime.verifiers._delta import PAGE, changed_pages, page_bytes
+from awm_runtime.verifiers._direct import KeptSockets, code_digest, plan
 
 START_TIMEOUT_S = 60.0
 KEPT_BYTES = 32 << 20  # templates' bytes the server keeps, and each kept worker keeps (least recently used dropped)
@@ -67,8 +68,9 @@ class Kept:
 
 @dataclass(slots=True)
 class KeptStats:
-    """How kept templates travelled: to the server (`to_server`), and per job in a kept worker, already there
-    (`worker_hits`) or sent with the job (`worker_sends`)."""
+    """How kept templates travelled per job in a kept worker: already there (`worker_hits`) or sent with the job
+    (`worker_sends`). `to_server`: sent to the verifier server, which since issue 49 is none (a template goes
+    from the runtime straight to the worker that lacks it)."""
 
     to_server: int = 0
     worker_hits: int = 0
@@ -88,14 +90,17 @@ class Sandbox:
         self.reuse = reuse
         self.kept_bytes = kept_bytes
         self.kept_stats = KeptStats()
-        self._kept: OrderedDict[str, int] = OrderedDict()  # digest -> size of the templates the server holds
-        self._kept_by: asyncio.subprocess.Process | None = None  # the server that holds them
         self._proc: asyncio.subprocess.Process | None = None
         self._reader: asyncio.Task[None] | None = None
-        self._pending: dict[int, asyncio.Future[dict[str, Any]]] = {}
+        self._pending: dict[int, asyncio.Future[dict[str, Any]]] = {}  # job id -> its result
+        self._leases: dict[int, asyncio.Future[dict[str, Any]]] = {}  # job id -> its kept worker's lease
+        self._fds: socket.socket | None = None  # the server passes kept workers' sockets on it
+        self._outbox: list[bytes] = []  # `done` frames not written yet
+        self._direct: dict[int, tuple[dict[str, Any], Any, str]] = {}  # a kept worker's job: its JSON, plan, code
+        self._resends: set[asyncio.Future[None]] = set()
+        self._workers = KeptSockets(self._pending, self._done, self._kill)
         self._ids = itertools.count(1)
         self._start_lock = asyncio.Lock()
-        self._write_lock = asyncio.Lock()
 
     @property
     def pid(self) -> int | None:
@@ -106,11 +111,20 @@ class Sandbox:
             if self._proc is not None and self._proc.returncode is None:
                 return self._proc
             mark_private()  # before any verifier code runs: our memory and environment are unreadable to it
-            proc = await asyncio.create_subprocess_exec(
-                sys.executable, "-I", "-c", module_code(self.module), "--parent", str(os.getpid()),
-                "--max-children", str(self.max_parallel), *(["--unsafe"] if self.unsafe else []),
-                stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
-                env=scrubbed_env(), start_new_session=True)
+            self._workers.reset()  # a previous server's workers ended with it
+            if self._fds is not None:
+                self._fds.close()
+            self._fds, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+            self._fds.setblocking(False)
+            try:
+                proc = await asyncio.create_subprocess_exec(
+                    sys.executable, "-I", "-c", module_code(self.module), "--parent", str(os.getpid()),
+                    "--max-children", str(self.max_parallel), *(["--unsafe"] if self.unsafe else []),
+                    "--fds", str(theirs.fileno()), pass_fds=(theirs.fileno(),),
+                    stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
+                    env=scrubbed_env(), start_new_session=True)
+            finally:
+                theirs.close()
             assert proc.stdout is not None
             try:
                 hello = await asyncio.wait_for(read_frame(proc.stdout), START_TIMEOUT_S)
@@ -129,18 +143,57 @@ class Sandbox:
         try:
             while True:
                 reply = await read_frame(proc.stdout)
-                future = self._pending.pop(int(reply.pop("id", -1)), None)
-                if future is not None and not future.done():
+                job_id = int(reply.pop("id", -1))
+                lease = self._leases.pop(job_id, None)
+                if "wid" in reply:  # a new kept worker for the job: its result will come from the worker
+                    entry = self._direct.get(job_id)
+                    worker = self._workers.lease(job_id, reply, self._fds, entry[2] if entry else "")
+                    if worker is None:  # it ended before: it cannot be sent the job
+                        self._kill(int(reply["wid"]), "verifier process ended before its job was sent")
+                        reply = {"ok": False, "error": "the kept verifier worker ended before its job was sent"}
+                    elif lease is None:  # not awaited: the caller stopped waiting (the server is told, `cancel`),
+                        if entry is not None:  # or the idle worker it was given had ended: this one gets the job
+                            self._resends.add(task := asyncio.ensure_future(self._send(worker, job_id)))
+                            task.add_done_callback(self._resends.discard)
+                        continue
+                if "ok" in reply and (future := self._pending.pop(job_id, None)) is not None and not future.done():
                     future.set_result(reply)
+                if lease is not None and not lease.done():
+                    lease.set_result(reply)
         except (asyncio.IncompleteReadError, ConnectionError, FrameError):
             pass
         finally:
             if self._proc is proc:
                 self._proc = None
-            for future in self._pending.values():
+                self._workers.reset()
+            for future in (*self._pending.values(), *self._leases.values()):
                 if not future.done():
                     future.set_result({"ok": False, "error": "the verifier server stopped while verifying"})
             self._pending.clear()
+            self._leases.clear()
+
+    def _tell(self, request: dict[str, Any]) -> None:
+        """Send the server `request`, answered by nothing (a server gone needs no telling)."""
+        with contextlib.suppress(Exception):
+            self._flush(encode(request))
+
+    def _done(self, job_id: int, clean: bool) -> None:
+        """Tell the server a kept worker's job is over: its worker is idle again (`clean`) or is to be killed. Sent
+        with the next lease if one is written before the loop turns (one write, one wake-up of the server), else
+        on its own at the next turn: before anything else this process sends the server either way."""
+        if not self._outbox:
+            asyncio.get_running_loop().call_soon(self._flush)
+        self._outbox.append(encode({"op": "done", "id": job_id, "clean": clean}))
+
+    def _flush(self, *more: bytes) -> None:
+        proc, frames = self._proc, [*self._outbox, *more]
+        self._outbox.clear()
+        if frames and proc is not None and proc.stdin is not None and proc.returncode is None:
+            proc.stdin.write(b"".join(frames))
+
+    def _kill(self, wid: int, why: str) -> None:
+        """Have the server kill kept worker `wid` (the runtime read something from it that is not one result)."""
+        self._tell({"op": "kill", "wid": wid, "why": why})
 
     async def run(self, code: str, function: str, kwargs: dict[str, Any], *, timeout_s: float = 20.0,
                   cpu_s: float | None = None, readable: tuple[str, ...] = (),
@@ -169,25 +222,28 @@ class Sandbox:
                "cpu_s": max(1, int(cpu_s if cpu_s is not None else timeout_s + 1)), "memory_mb": self.memory_mb,
                "readable": list(dict.fromkeys([*readable, *dbs]))}
         assert proc.stdin is not None
+        kept_worker = self.reuse and data is not None
         try:
-            async with self._write_lock:  # what the server holds is decided in the order frames reach it
-                if self.reuse and data is not None:
-                    # One write: a frame in parts (a page each) costs a syscall, and a wake-up of the server, a part.
-                    proc.stdin.write(b"".join(self._frames(proc, job, data)))
-                else:
-                    proc.stdin.write(encode(job))
+            if kept_worker:
+                assert data is not None
+                reply = await self._run_kept(proc, job, data, rounds * timeout_s + GRACE_S, future)
+            else:
+                self._flush(encode(job))
                 await proc.stdin.drain()
-            async with asyncio.timeout(rounds * timeout_s + GRACE_S):  # no task, no shield: a timer on this one
-                reply = await future
+                async with asyncio.timeout(rounds * timeout_s + GRACE_S):  # no task, no shield: a timer on this one
+                    reply = await future
         except (ConnectionError, TimeoutError) as exc:
             self._pending.pop(job_id, None)
+            self._leases.pop(job_id, None)
             return SandboxResult(None, f"the verifier server failed ({type(exc).__name__})",
                                  (time.perf_counter() - started) * 1000, "sandbox")
         except asyncio.CancelledError:
-            # The caller stopped waiting: forget the job and have the server drop or kill it.
+            # The caller stopped waiting: forget the job and have the server drop or kill it (a kept worker that
+            # already wrote its result stays, clean: the result is dropped when it arrives).
+            self._leases.pop(job_id, None)
             if self._pending.pop(job_id, None) is not None and proc.returncode is None:
                 with contextlib.suppress(Exception):
-                    proc.stdin.write(encode({"op": "cancel", "id": job_id}))
+                    self._flush(encode({"op": "cancel", "id": job_id}))
             raise
         elapsed = (time.perf_counter() - started) * 1000
         kept = reply.pop("kept", None)
@@ -200,47 +256,47 @@ class Sandbox:
                                  fault if fault in ("raised", "verifier") else "sandbox")
         return SandboxResult(reply.get("value"), None, elapsed)
 
-    def _frames(self, proc: asyncio.subprocess.Process, job: dict[str, Any],
-                data: dict[str, bytes | Kept]) -> list[Any]:
-        """The frames that send `job` with its DBs: first each `Kept` template the server does not hold yet (and
-        a `drop` for each one it must let go, least recently used first, to stay within `kept_bytes`), then the
-        job, which names its templates by digest (`kept`) and carries the other DBs either whole or, beside a
-        template, as the pages where they differ from it (`deltas`, `_delta`): what an episode changed."""
-        if self._kept_by is not proc:  # a new server holds nothing
-            self._kept.clear()
-            self._kept_by = proc
-        parts: list[Any] = []
-        whole: dict[str, bytes] = {}
-        kept: dict[str, str] = {}
-        base: Kept | None = None
-        for path, value in data.items():
-            if not isinstance(value, Kept) or len(value.data) > self.kept_bytes:
-                whole[path] = value.data if isinstance(value, Kept) else value
-                continue
-            kept[path], base = value.digest, value
-            if value.digest in self._kept:
-                self._kept.move_to_end(value.digest)
-                continue
-            parts += _with_blobs({"op": "keep", "digest": value.digest}, [""], [value.data])
-            self._kept[value.digest] = len(value.data)
-            self.kept_stats.to_server += 1
-        needed = set(kept.values())
-        while sum(self._kept.values()) > self.kept_bytes:
-            digest = next((d for d in self._kept if d not in needed), None)
-            if digest is None:
-                break
-            del self._kept[digest]
-            parts.append(encode({"op": "drop", "digest": digest}))
-        deltas: list[list[Any]] = []
-        pages: list[Any] = []
-        for path in [p for p, v in whole.items() if base is not None and len(v) > PAGE]:
-            assert base is not None
-            changed = changed_pages(base.data, whole[path])
-            if 2 * len(changed) * PAGE < len(whole[path]):  # else it goes whole
-                deltas.append([path, base.digest, len(whole.pop(path)), changed])
-                pages += page_bytes(data[path], changed)  # type: ignore[arg-type]
-        job = {**job, "kept": kept, "kept_max": self.kept_bytes, "deltas": deltas}
-        return [*parts, *_with_blobs(job, list(whole), [*whole.values(), *pages])]
+    async def _run_kept(self, proc: asyncio.subprocess.Process, job: dict[str, Any], data: dict[str, bytes | Kept],
+                        wait_s: float, future: asyncio.Future[dict[str, Any]]) -> dict[str, Any]:
+        """Run `job` in a kept worker: plan what its DBs send (a template by digest, a final DB as the pages where it
+        differs, `_direct.plan`); take an idle worker of its code this process holds (telling the server, which
+        starts the job's clock: `run`) or ask the server for a new one (`lease`); write the job to the worker's
+        socket, and await its result (or the server's word that it ended)."""
+        job_id = int(job["id"])
+        sent = plan(data, self.kept_bytes, Kept)
+        code = code_digest(job["code"])
+        request = {"id": job_id, "code": code, "timeout_s": job["timeout_s"], "cpu_s": job["cpu_s"],
+                   "memory_mb": job["memory_mb"]}
+        work = {k: job[k] for k in ("id", "code", "function", "kwargs")}
+        self._direct[job_id] = (work, sent, code)  # for a new worker, should the one it is given end before it starts
+        try:
+            async with asyncio.timeout(wait_s):  # no task, no shield: a timer on this one
+                worker = self._workers.take(code)
+                if worker is not None:
+                    worker.jobs.add(job_id)
+                    self._flush(encode({"op": "run", "wid": worker.wid, **request}))
+                else:
+                    lease_future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+                    self._leases[job_id] = lease_future
+                    self._flush(encode({"lease": True, **request}))
+                    await proc.stdin.drain()  # type: ignore[union-attr]
+                    lease = await lease_future
+                    worker = self._workers.by_wid.get(int(lease.get("wid", -1)))
+                    if "ok" in lease or worker is None:  # the job ended before it had a worker
+                        return lease
+                await self._send(worker, job_id)
+                return await future
+        finally:
+            self._direct.pop(job_id, None)
+
+    async def _send(self, worker: Any, job_id: int) -> None:
+        """Write job `job_id` (its frame, `_direct`) to `worker`; count its templates' travel."""
+        entry = self._direct.get(job_id)
+        if entry is None:
+            return
+        hits, sends = await self._workers.send(worker, entry[0], entry[1], self.kept_bytes)
+        self.kept_stats.worker_hits += hits
+        self.kept_stats.worker_sends += sends
 
     def served_by(self) -> list[int]:
         """The pids of the server and of its processes now alive (forks, kept workers): whose CPU a verification
@@ -260,17 +316,17 @@ class Sandbox:
             await stop_process(proc, grace_s=5.0)
         if self._reader is not None:
             await asyncio.gather(self._reader, return_exceptions=True)
+        self._release()
 
     def close(self) -> None:
         proc, self._proc = self._proc, None
         if proc is not None:
             kill_process(proc, release=True)
+        self._release()
 
-
-
-def _with_blobs(job: dict[str, Any], paths: list[str], blobs: list[Any]) -> list[Any]:
-    """The request frame of a job whose DBs come as bytes (the server's `_request` reads it), in parts: the whole
-    DBs named by `paths` first (one blob each), then any other bytes the job's JSON accounts for."""
-    body = encode({**job, "blob_paths": paths, "blob_sizes": [len(v) for v in blobs[:len(paths)]]})[HEADER.size:]
-    size = 1 + HEADER.size + len(body) + sum(len(v) for v in blobs)
-    return [HEADER.pack(size) + b"B" + HEADER.pack(len(body)) + body, *blobs]
+    def _release(self) -> None:
+        """Close the kept workers' sockets and the descriptor socket (their server has ended)."""
+        self._workers.reset()
+        if self._fds is not None:
+            self._fds.close()
+            self._fds = None

@@ -1,22 +1,34 @@
 """The verifier server's kept workers (`Sandbox(reuse=True)`): verifications that do not each pay a fork.
 
-A job that brings its DBs' bytes (`blobs`) runs in a kept worker (`_warm_worker`) for its verifier's code:
-an idle one if there is one, else a new fork. One job at a time a worker; each worker serves one code only,
-so what one verification leaves behind in its worker can reach only later runs of the same code (which
-decides those episodes' rewards anyway), never another verifier's. The server keeps the same guarantees
-per job as for a forked child: its wall-clock timeout, its CPU seconds (a watchdog on the worker's CPU
-clock, read between jobs and every `CPU_POLL_S` while one runs), the size of its result, cancellation.
-A worker is kept only after a clean result (a value, or the verify function raising on its DB); after
-anything else (a refusal, a limit, a timeout, a kill, a result too large) it is killed, and only the job
-that was in it is affected. At most `MAX_IDLE` idle workers are kept (the least recently used closed
-first), and each retires after `MAX_JOBS` jobs.
+A job that brings its DBs' bytes runs in a kept worker (`_warm_worker`) for its verifier's code: an idle one if
+there is one, else a new fork. One job at a time a worker; each worker serves one code only, so what one
+verification leaves behind in its worker can reach only later runs of the same code (which decides those
+episodes' rewards anyway), never another verifier's.
 
-A job names its templates (a scenario's pristine initial DB, the same for each of its episodes) by digest
-(`kept`); the server holds their bytes (as the runtime sent them once) and sends each worker a
-template's bytes only the first time one of its jobs needs it. What each worker holds is mirrored here
-(`Worker.kept`, least recently used first, within the job's `kept_max` bytes): each job's frame tells the
-worker which templates it now gets (`keep`) and which to let go (`forget`), so that the two never disagree.
-A new worker (a first one, or one replacing a failed one) holds nothing and is sent what its job needs.
+The server supervises; the job's bytes and its result do not pass through it (issue 49: relaying them was a third
+of a verification's CPU), and a job in a worker already there costs it no reply:
+
+1. a job of a code the runtime holds no idle worker for asks for one (`lease`: the job's id, its code's digest,
+   its limits); the server forks a worker, starts the job's clock, passes the worker's end of a socketpair to the
+   runtime over the runtime's descriptor socket (SCM_RIGHTS, once per worker), then answers `{id, wid, fd}`;
+2. a job of a code the runtime holds an idle worker for goes to it at once: the runtime tells the server
+   (`run`: the job's id, the worker, its limits; no reply), which starts the job's clock. If that worker ended
+   meanwhile, the server takes the `run` as a `lease` and the runtime sends the job to the new worker;
+3. the runtime writes the job (with the templates the worker lacks: the runtime mirrors what each worker holds,
+   `_direct.mirror`) to the worker's socket, and reads its result there (with the job's id: a reply can only
+   answer a job given to that worker);
+4. the runtime tells the server the job is over (`done`, before anything else it sends) and whether the worker is
+   clean (a value, or the verify function raising on its DB: it stays idle, held by the runtime for its next job
+   of that code) or not (anything else, or its `MAX_JOBS`-th job: the server kills it).
+
+The worker writes nothing to the server; the server watches its pidfd, which is readable when it ends. The server
+keeps the guarantees per job it gives a forked child: the wall-clock timeout, the CPU seconds (a watchdog on the
+worker's CPU clock, every `CPU_POLL_S` while one runs), kill and replacement, cancellation. A job it ends
+(timeout, CPU, cancelled, killed, the worker died) gets its reply from the server, with the same words as a
+fork's; the runtime takes whichever comes first of that and the worker's own result (as the server did when it
+relayed). The result's size bound is enforced by whoever reads the result: the runtime (`_direct`), which then has
+the server kill the worker (`kill`). The runtime holds at most `MAX_IDLE` idle workers (the least recently used
+killed first, `kill`); a worker that ends is closed by the runtime at EOF on its socket.
 """
 
 from __future__ import annotations
@@ -26,19 +38,22 @@ import fcntl
 import os
 import selectors
 import signal
+import socket
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from itertools import count
 from typing import Any
 
-from awm_runtime.isolation import HEADER, encode, process_cpu_s
-from awm_runtime.verifiers._outcome import MAX_RESULT, _Child, reply_frame
+from awm_runtime.isolation import encode, process_cpu_s
+from awm_runtime.verifiers._outcome import _Child, reply_frame
 from awm_runtime.verifiers._warm_worker import serve
 
 MAX_IDLE = 16  # idle kept workers, over all codes
 MAX_JOBS = 1000  # jobs a worker serves before it retires
 CPU_POLL_S = 0.1
+SOCKET_BUFFER = 4 << 20  # asked for the runtime's end: a job with its DBs passes in one write (the system caps it)
 
 
 def widen_pipe(fd: int) -> None:
@@ -65,175 +80,115 @@ def keep_heap() -> None:
 
 @dataclass(slots=True)
 class Worker:
-    """A kept worker: its pipes, the code it serves, and the job it runs (None: idle)."""
+    """A kept worker: its id (the runtime's name for its socket), the code it serves, its pidfd, and the job it
+    runs (None: idle)."""
 
+    wid: int
     pid: int
     code: str
-    jobs_fd: int  # the server writes jobs here (non-blocking; `pending` holds what did not fit yet)
-    out_fd: int  # and reads results here
+    status_fd: int  # its pidfd: readable when it ends
     job: _Child | None = None
-    pending: list[Any] = field(default_factory=list)  # buffers of the job not written yet
     cpu_at_start: float = 0.0
     served: int = 0
-    kept: OrderedDict[str, int] = field(default_factory=OrderedDict)  # digest -> size of the templates it holds
 
 
 class WarmPool:
     """The server's kept workers, by the verifier code they serve."""
 
     def __init__(self, sel: selectors.BaseSelector, proxies: dict[str, Any], parent: int, unsafe: bool,
-                 reap_later: Callable[[int], None], send: Callable[[bytes], None]) -> None:
+                 reap_later: Callable[[int], None], send: Callable[[bytes], None],
+                 fds: socket.socket | None) -> None:
         self.sel, self.proxies, self.parent, self.unsafe = sel, proxies, parent, unsafe
-        self.reap_later, self.send = reap_later, send
-        self.idle: OrderedDict[int, Worker] = OrderedDict()  # out_fd -> idle worker, least recently used first
-        self.busy: dict[int, Worker] = {}  # out_fd -> worker running a job
-        self.writing: dict[int, Worker] = {}  # jobs_fd -> worker whose job is still being written
+        self.reap_later, self.send, self.fds = reap_later, send, fds
+        self.idle: OrderedDict[int, Worker] = OrderedDict()  # status_fd -> idle worker, least recently used first
+        self.busy: dict[int, Worker] = {}  # status_fd -> worker running a job
+        self._wids = count(1)
 
-    def _fork(self, code: str, memory_mb: int, cpu_s: int) -> Worker:
-        jobs_r, jobs_w = os.pipe()
-        out_r, out_w = os.pipe()
+    def _fork(self, code: str, memory_mb: int, cpu_s: int) -> tuple[Worker, socket.socket]:
+        theirs, mine = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         pid = os.fork()
         if pid == 0:
-            os.close(jobs_w)
-            os.close(out_r)
             # Its whole life's CPU, as a backstop; each job's own limit is the watchdog's.
-            serve(jobs_r, out_w, self.proxies, os.getppid(), self.unsafe, memory_mb, cpu_s * MAX_JOBS + 1)
-        os.close(jobs_r)
-        os.close(out_w)
-        widen_pipe(jobs_w)
-        os.set_blocking(jobs_w, False)
-        os.set_blocking(out_r, False)
-        self.sel.register(out_r, selectors.EVENT_READ)
-        return Worker(pid, code, jobs_w, out_r)
+            serve(theirs.detach(), self.proxies, os.getppid(), self.unsafe, memory_mb, cpu_s * MAX_JOBS + 1)
+        theirs.close()
+        with contextlib.suppress(OSError):
+            mine.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SOCKET_BUFFER)
+        pidfd = os.pidfd_open(pid)
+        self.sel.register(pidfd, selectors.EVENT_READ)
+        return Worker(next(self._wids), pid, code, pidfd), mine
 
-    def start(self, job: dict[str, Any], blobs: memoryview, templates: dict[str, Any]) -> None:
-        """Run `job` in an idle worker for its code, or in a new one. `blobs`: its own DBs' bytes as the runtime
-        sent them (`blob_sizes` each), forwarded as they are; its templates (`templates`, by digest, taken from
-        the server's when the job arrived: a later `drop` does not reach a queued job) are sent only to a worker
-        that does not hold them yet."""
-        kept: dict[str, str] = job.pop("kept", None) or {}
-        kept_max = int(job.pop("kept_max", 0))
-        needed = templates_of(job, kept)
-        missing = [d for d in needed if templates.get(d) is None]
-        if missing:  # the runtime keeps what the server holds in step with it: this is a bug, said as one
+    def start(self, job: dict[str, Any]) -> None:
+        """Lease a new worker for `job`'s code to the runtime (it asks only when it holds no idle one of that code):
+        fork it, start the job's clock, send the runtime the worker's socket, then the lease `{id, wid, fd}`."""
+        if self.fds is None:  # a server started without the runtime's descriptor socket: no lease can be kept
             self.send(encode({"ok": False, "id": int(job["id"]), "elapsed_ms": 0.0,
-                              "error": f"the verifier server does not hold template {missing[0]}"}))
+                              "error": "the verifier server was started without a descriptor socket"}))
             return
-        code = job["code"]
-        worker = next((w for w in self.idle.values() if w.code == code), None)
-        if worker is not None:
-            del self.idle[worker.out_fd]
-        else:
-            worker = self._fork(code, int(job["memory_mb"]), int(job["cpu_s"]))
+        worker, mine = self._fork(str(job["code"]), int(job["memory_mb"]), int(job["cpu_s"]))
+        self._clock(worker, job)
+        lease = {"id": int(job["id"]), "wid": worker.wid, "fd": True}
+        try:  # before the lease: the runtime reads the socket when it reads the lease
+            socket.send_fds(self.fds, [b"%d" % worker.wid], [mine.fileno()])
+        except OSError:
+            lease["fd"] = False  # the runtime is going away; the job ends with its worker
+        mine.close()
+        self.send(encode(lease))
+
+    def run(self, job: dict[str, Any]) -> bool:
+        """The runtime runs `job` in idle worker `wid`, which it holds (its job is already on the way): start its
+        clock. False if that worker has ended meanwhile: the job then needs a lease (`start`) instead."""
+        fd = next((fd for fd, w in self.idle.items() if w.wid == int(job["wid"])), None)
+        if fd is None:
+            return False
+        self._clock(self.idle.pop(fd), job)
+        return True
+
+    def _clock(self, worker: Worker, job: dict[str, Any]) -> None:
         now = time.monotonic()
         timeout = float(job["timeout_s"])
         worker.job = _Child(worker.pid, int(job["id"]), now + timeout, now, timeout, int(job["cpu_s"]))
         worker.cpu_at_start = process_cpu_s(worker.pid) if job["cpu_s"] < timeout else 0.0  # only the watchdog needs it
-        self.busy[worker.out_fd] = worker
-        keep, forget, hits = self._mirror(worker, needed, kept_max, templates)
-        worker.job.kept = (hits, len(keep))
-        body = encode({**job, "kept": kept, "keep": [[d, len(templates[d])] for d in keep], "forget": forget})
-        body = body[HEADER.size:]
-        parts: list[Any] = [b"B" + HEADER.pack(len(body)) + body, *(templates[d] for d in keep), blobs]
-        worker.pending = [HEADER.pack(sum(len(part) for part in parts)), *parts]
-        self._write(worker)
-
-    @staticmethod
-    def _mirror(worker: Worker, digests: list[str], kept_max: int,
-                templates: dict[str, Any]) -> tuple[list[str], list[str], int]:
-        """What `worker` must be sent for a job needing the templates `digests` (those it does not hold), what
-        it must let go (least recently used first, until it holds at most `kept_max` bytes, never one this job
-        needs), and how many it holds already; `worker.kept` becomes what it will hold."""
-        needed = dict.fromkeys(digests)
-        keep: list[str] = []
-        for digest in needed:
-            if digest in worker.kept:
-                worker.kept.move_to_end(digest)
-            else:
-                keep.append(digest)
-                worker.kept[digest] = len(templates[digest])
-        forget: list[str] = []
-        held = sum(worker.kept.values())
-        for digest in list(worker.kept):
-            if held <= kept_max:
-                break
-            if digest not in needed:
-                held -= worker.kept.pop(digest)
-                forget.append(digest)
-        return keep, forget, len(needed) - len(keep)
-
-    def _write(self, worker: Worker) -> None:
-        try:
-            sent = os.writev(worker.jobs_fd, worker.pending)
-        except BlockingIOError:
-            sent = 0
-        except OSError:  # the worker is gone: its result pipe says so
-            sent = sum(len(part) for part in worker.pending)
-        while worker.pending and sent >= len(worker.pending[0]):
-            sent -= len(worker.pending.pop(0))
-        if sent:
-            worker.pending[0] = memoryview(worker.pending[0])[sent:]
-        if worker.pending and worker.jobs_fd not in self.writing:
-            self.writing[worker.jobs_fd] = worker
-            self.sel.register(worker.jobs_fd, selectors.EVENT_WRITE)
-        elif not worker.pending and self.writing.pop(worker.jobs_fd, None) is not None:
-            self.sel.unregister(worker.jobs_fd)
+        self.busy[worker.status_fd] = worker
 
     def owns(self, fd: int) -> bool:
         """Whether `fd` is one of this pool's."""
-        return fd in self.busy or fd in self.idle or fd in self.writing
+        return fd in self.busy or fd in self.idle
 
     def on_ready(self, fd: int) -> None:
-        """A worker's job pipe can take more, or its result pipe has output (or EOF)."""
-        if fd in self.writing:
-            self._write(self.writing[fd])
-        elif fd in self.busy:
-            self._on_output(self.busy[fd])
-        elif fd in self.idle:  # an idle worker wrote, or ended: either way it is not kept
+        """A worker ended (its pidfd is readable): its job, if it had one, ends with how it ended."""
+        worker = self.busy.get(fd)
+        if worker is not None:
+            self._end(worker, "")
+        else:
             self._close(self.idle.pop(fd))
 
-    def _on_output(self, worker: Worker) -> None:
-        job = worker.job
-        assert job is not None
-        try:
-            data = os.read(worker.out_fd, 1 << 16)
-        except BlockingIOError:
+    def done(self, job_id: int, clean: bool) -> None:
+        """The runtime has read `job_id`'s result: its worker is idle again if `clean`, else it is killed. A job
+        already ended here (a timeout that came first, a cancel) is nothing to do."""
+        worker = next((w for w in self.busy.values() if w.job is not None and w.job.job_id == job_id), None)
+        if worker is None:
             return
-        if not data:
-            self._end(worker, "")
-            return
-        job.buf += data
-        size = HEADER.unpack_from(job.buf)[0] if len(job.buf) >= HEADER.size else 0
-        if size > MAX_RESULT or len(job.buf) > HEADER.size + MAX_RESULT:
-            self._end(worker, f"verifier result exceeded {MAX_RESULT >> 20} MiB")
-        elif len(job.buf) > HEADER.size + size:  # more than one frame: not our worker's protocol
-            self._end(worker, "verifier process wrote more than one result")
-        elif len(job.buf) == HEADER.size + size and size:
-            job.buf = job.buf[HEADER.size:]
-            self._reply(job, 0)
-            worker.job, worker.served = None, worker.served + 1
-            del self.busy[worker.out_fd]
-            if _clean(job.buf) and not worker.pending and worker.served < MAX_JOBS:
-                self.idle[worker.out_fd] = worker
-                while len(self.idle) > MAX_IDLE:
-                    self._close(self.idle.popitem(last=False)[1])
-            else:
-                self._close(worker)
-
-    def _reply(self, job: _Child, status: int) -> None:
-        self.send(reply_frame(job, status, (time.monotonic() - job.started) * 1000))
+        del self.busy[worker.status_fd]
+        worker.job, worker.served = None, worker.served + 1
+        if clean and worker.served < MAX_JOBS:  # the runtime holds it now, for its next job of that code
+            self.idle[worker.status_fd] = worker
+            while len(self.idle) > 4 * MAX_IDLE:  # a backstop: the runtime keeps at most MAX_IDLE
+                self._close(self.idle.popitem(last=False)[1])
+        else:
+            self._close(worker)
 
     def _end(self, worker: Worker, why: str) -> None:
-        """The worker's job ends without a result (`why`, or how the worker ended): it is killed and reaped."""
+        """The worker's job ends without a result (`why`, or how the worker ended): it is killed and reaped, and
+        the runtime is told (it discards this if the worker's own result reached it first)."""
         job = worker.job
         assert job is not None
-        self.busy.pop(worker.out_fd, None)
-        job.killed, job.buf = why, bytearray()
+        self.busy.pop(worker.status_fd, None)
+        job.killed = why
         with contextlib.suppress(ProcessLookupError):
             os.kill(worker.pid, signal.SIGKILL)
         _, status = os.waitpid(worker.pid, 0)
         self._release(worker)
-        self._reply(job, status)
+        self.send(reply_frame(job, status, (time.monotonic() - job.started) * 1000))
 
     def _close(self, worker: Worker) -> None:
         """Retire a worker with no job: kill it and reap it when it has exited."""
@@ -243,11 +198,8 @@ class WarmPool:
         self.reap_later(worker.pid)
 
     def _release(self, worker: Worker) -> None:
-        self.sel.unregister(worker.out_fd)
-        os.close(worker.out_fd)
-        if self.writing.pop(worker.jobs_fd, None) is not None:
-            self.sel.unregister(worker.jobs_fd)
-        os.close(worker.jobs_fd)
+        self.sel.unregister(worker.status_fd)
+        os.close(worker.status_fd)
 
     def check(self, now: float) -> float | None:
         """End jobs past their timeout or CPU seconds; when to look again (None: no job running)."""
@@ -273,6 +225,15 @@ class WarmPool:
             if worker.job is not None and worker.job.job_id == job_id:
                 self._end(worker, "verifier cancelled")
 
+    def kill(self, wid: int, why: str) -> None:
+        """Kill worker `wid`, busy or idle: the runtime read something from it that is not one result (`why`)."""
+        for worker in list(self.busy.values()):
+            if worker.wid == wid:
+                self._end(worker, why)
+        for fd, worker in list(self.idle.items()):
+            if worker.wid == wid:
+                self._close(self.idle.pop(fd))
+
     def pids(self) -> list[int]:
         """The kept workers' pids, busy and idle."""
         return [w.pid for w in (*self.busy.values(), *self.idle.values())]
@@ -284,14 +245,3 @@ class WarmPool:
         for worker in list(self.idle.values()):
             self._close(worker)
         self.idle.clear()
-
-
-def templates_of(job: dict[str, Any], kept: dict[str, str] | None = None) -> list[str]:
-    """The digests of the templates `job` needs: those it names (`kept`), and those its DBs are sent against."""
-    names = job.get("kept") if kept is None else kept
-    return [*(names or {}).values(), *(str(delta[1]) for delta in job.get("deltas", ()))]
-
-
-def _clean(body: bytes | bytearray) -> bool:
-    """Whether a worker that wrote `body` may serve another job: after a value, or its verify function raising."""
-    return body.startswith((b'{"ok":true', b'{"ok":false,"fault":"raised"'))

@@ -1,7 +1,8 @@
 """A kept verifier worker: one confined process that runs many verifications of one verifier's code.
 
 Forked by the verifier server (`_warm`) for a verifier code it has no idle worker for. Before it reads
-its first job it sheds every descriptor but its two pipes and confines itself for good
+its first job it sheds every descriptor but its end of the socket the runtime holds the other end of, and
+confines itself for good
 (`isolation.confine`: no file of any episode readable, nothing writable, no process, no socket, its
 memory limit). It never opens an episode's DB: each job brings the bytes of its DBs (read by the
 runtime), and `sqlite3.connect(path)` in the verifier opens a private in-memory copy of the bytes
@@ -13,8 +14,9 @@ Templates (a scenario's pristine initial DB) are kept between jobs, by digest, a
 bytes come first in the job's frame; `forget`): immutable `bytes`, which no verifier can reach, and which a
 connection only ever copies (`deserialize`), so a verifier that changes its template's copy changes that copy only.
 
-Jobs come from the server (trusted) as the runtime framed them (`_sandbox._with_blobs`); results go back as JSON frames
-(`_outcome.result_frame`), which the server reads as it reads a forked child's.
+Jobs come from the runtime on the socket (`_direct.job_frame`), one at a time, each leased to this worker by the
+server; each result goes back on the same socket as a JSON frame (`_outcome.result_frame`) with the job's id. It
+writes nothing to the server: the runtime tells the server when a job is over and whether this worker is kept.
 """
 
 from __future__ import annotations
@@ -127,12 +129,11 @@ def _read_job(fd: int) -> dict[str, Any] | None:
     return job
 
 
-def serve(jobs: int, out: int, proxies: dict[str, Any], parent: int, unsafe: bool, memory_mb: int,
-          cpu_s: int) -> NoReturn:
-    """In the fork: confine once, then run each job the server sends, until its pipe closes."""
+def serve(sock: int, proxies: dict[str, Any], parent: int, unsafe: bool, memory_mb: int, cpu_s: int) -> NoReturn:
+    """In the fork: confine once, then run each job the runtime sends on `sock`, until it closes."""
     reason = ""
     try:
-        keep = {jobs, out}
+        keep = {sock}
         devnull = os.open(os.devnull, os.O_RDWR)
         for fd in (0, 1, 2):
             os.dup2(devnull, fd)
@@ -152,12 +153,15 @@ def serve(jobs: int, out: int, proxies: dict[str, Any], parent: int, unsafe: boo
     gc.collect()
     gc.freeze()
     while True:
-        job = _read_job(jobs)
+        job = _read_job(sock)
         if job is None:
             break
-        if reason or job.get("broken"):
-            write_all(out, result_frame({"ok": False, "fault": "sandbox", "error": reason or job["broken"]}))
-            break
+        tail = {"id": job.get("id")}
+        if reason or job.get("broken"):  # not a clean result: the runtime has the server kill this worker
+            if not _answer(sock, result_frame({"ok": False, "fault": "sandbox", "error": reason or job["broken"]},
+                                              tail)):
+                break
+            continue
         _DBS.clear()
         _DBS.update(job.pop("dbs"))
 
@@ -169,11 +173,21 @@ def serve(jobs: int, out: int, proxies: dict[str, Any], parent: int, unsafe: boo
 
         result = outcome(run, memory_mb)
         _DBS.clear()
-        data = result_frame(result)
+        data = result_frame(result, tail)
         del result, job
         save_coverage()
-        write_all(out, data)
+        if not _answer(sock, data):
+            break
     os._exit(0)
+
+
+def _answer(sock: int, data: bytes) -> bool:
+    """Write a job's result frame to the runtime; False when it is gone."""
+    try:
+        write_all(sock, data)
+    except OSError:
+        return False
+    return True
 
 
 __all__ = ["BytesConnection", "connect_bytes", "serve"]

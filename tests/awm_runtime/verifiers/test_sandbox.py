@@ -290,8 +290,12 @@ async def test_a_server_that_does_not_answer_fails_the_verification_after_its_gr
         assert box.pid is not None
         os.kill(box.pid, signal.SIGSTOP)
         try:
-            hung = await box.run(code, "verify_task_completion", {"final_db_path": str(db)}, timeout_s=0.2,
-                                 data=data)
+            if reuse:  # the idle kept worker this process holds answers without the server (its `run` waits)
+                held = await box.run(code, "verify_task_completion", {"final_db_path": str(db)}, data=data)
+                assert (held.value, held.error) == (7, None)
+            # another code needs a new worker, which only the server can give
+            hung = await box.run(code.replace("7", "8"), "verify_task_completion", {"final_db_path": str(db)},
+                                 timeout_s=0.2, data=data)
         finally:
             os.kill(box.pid, signal.SIGCONT)
         assert (hung.value, hung.fault, hung.error) == (None, "sandbox", "the verifier server failed (TimeoutError)")

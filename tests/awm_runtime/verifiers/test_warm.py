@@ -223,3 +223,54 @@ def test_the_server_runs_this_checkout() -> None:
 
     root = os.path.dirname(os.path.dirname(os.path.abspath(awm_runtime.__file__)))
     assert f"sys.path.insert(0, {root!r})" in module_code("awm_runtime.verifiers._fork_server")
+
+
+async def test_a_worker_killed_mid_job_gives_that_job_the_servers_words(kept: Sandbox, tmp_path: Path) -> None:
+    """The job's bytes and result go straight between the runtime and the worker (`_direct`): a worker that dies
+    mid-job still gets its job the server's verdict, the runtime closes its socket, and the next job gets a new
+    worker (sent its socket once, by SCM_RIGHTS): the runtime's descriptors stay as many as before."""
+    import signal
+
+    data = db_bytes(2, tmp_path)
+    assert (await verify(kept, COUNT, data)).value is not None
+    idle, fds = workers(kept), len(os.listdir("/proc/self/fd"))
+    hung = "def verify_x(final_db_path, initial_db_path, final_answer=''):\n    while True:\n        pass\n"
+    for _ in range(3):
+        task = asyncio.ensure_future(verify(kept, hung, data, timeout_s=60))
+        for _ in range(200):
+            await asyncio.sleep(0.05)
+            if len(workers(kept) - idle) == 1:
+                break
+        (pid,) = workers(kept) - idle
+        os.kill(pid, signal.SIGKILL)
+        result = await asyncio.wait_for(task, 30)
+        assert result.error == "verifier process was killed by SIGKILL" and result.fault == "sandbox", result
+    assert await settled(kept, idle)
+    assert (await verify(kept, COUNT, data)).value == {"result": "complete", "n": 2}
+    assert len(os.listdir("/proc/self/fd")) == fds
+
+
+async def test_a_result_never_reaches_another_job(kept: Sandbox, tmp_path: Path) -> None:
+    """Many jobs of one code over few workers, each answered with its own DB's count: a result goes only to the job
+    whose id it carries."""
+    blobs = {n: db_bytes(n, tmp_path) for n in range(1, 9)}
+    for _ in range(3):
+        results = await asyncio.gather(*(verify(kept, COUNT, blobs[n], name=f"/episodes/{n}/final.db")
+                                         for n in (*range(1, 9), *range(8, 0, -1))))
+        assert [r.value["n"] for r in results] == [*range(1, 9), *range(8, 0, -1)]
+
+
+async def test_a_job_sent_to_an_idle_worker_that_has_just_ended_goes_to_a_new_one(kept: Sandbox,
+                                                                                   tmp_path: Path) -> None:
+    """The runtime holds its idle worker and sends it the next job at once (`run`); a worker that ended while
+    idle, before the runtime read its EOF, is replaced by the server (the `run` becomes a lease) and the job is
+    sent again, to the new worker."""
+    import signal
+
+    data = db_bytes(3, tmp_path)
+    assert (await verify(kept, COUNT, data)).value is not None
+    (pid,) = workers(kept)
+    os.kill(pid, signal.SIGKILL)
+    time.sleep(0.5)  # noqa: ASYNC251  the server reaps it; this loop must not turn (it still holds the worker)
+    assert (await verify(kept, COUNT, data)).value == {"result": "complete", "n": 3}
+    assert len(workers(kept)) == 1 and pid not in workers(kept)
