@@ -265,8 +265,7 @@ async def _measure(args: argparse.Namespace, tmp: Path, url: str) -> dict[str, l
             pair("episode", await per_call_us(args.episodes, episode, world, settle_s=0.2), (floor, 0.0))
         await session.close()
         stats = world.sandbox.kept_stats  # how kept workers were sent templates (all 0 on the fork path)
-        out["kept"] = [{"to_server": stats.to_server, "worker_hits": stats.worker_hits,
-                        "worker_sends": stats.worker_sends}]
+        out["kept"] = [{"worker_hits": stats.worker_hits, "worker_sends": stats.worker_sends}]
         return out
     finally:
         if bare is not None:
@@ -302,7 +301,7 @@ def _report(args: argparse.Namespace, figures: dict[str, list[dict[str, float]]]
                               "containment": containment, "targets": TARGETS,
                               "verifier": "kept workers" if args.verifier_reuse else "a fork per verification"}
     if args.verifier_reuse and figures.get("kept"):
-        result["verifier_templates"] = figures["kept"][0]  # sent to the server, already in / sent to a worker
+        result["verifier_templates"] = figures["kept"][0]  # already in the worker / sent to it with the job
     if args.inject_us > 0:
         result["injected"] = {"us": args.inject_us, "at": _inject_at(args)}
     table: list[list[str]] = [["containment", containment, ""], ["verifier", result["verifier"], ""]]

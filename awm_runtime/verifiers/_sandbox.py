@@ -69,10 +69,8 @@ class Kept:
 @dataclass(slots=True)
 class KeptStats:
     """How kept templates travelled per job in a kept worker: already there (`worker_hits`) or sent with the job
-    (`worker_sends`). `to_server`: sent to the verifier server, which since issue 49 is none (a template goes
-    from the runtime straight to the worker that lacks it)."""
+    (`worker_sends`: from the runtime straight to the worker that lacks it; the verifier server never holds one)."""
 
-    to_server: int = 0
     worker_hits: int = 0
     worker_sends: int = 0
 
