@@ -163,6 +163,7 @@ class Sandbox:
         finally:
             if self._proc is proc:
                 self._proc = None
+                kill_process(proc, release=True)  # its pipes closed on this loop, not at GC after the loop ends
                 self._workers.reset()
             for future in (*self._pending.values(), *self._leases.values()):
                 if not future.done():
