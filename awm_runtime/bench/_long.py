@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from awm_runtime._malloc import applied
-from awm_runtime.bench._long_samples import Samples, thin
+from awm_runtime.bench._long_samples import FIELDS, Samples, thin
 from awm_runtime.bench._procs import descendants, fd_targets, kind_of, resident_mib, thread_count
 from awm_runtime.bench._scale_peaks import open_files_limit
 
@@ -224,7 +224,7 @@ def report(args: argparse.Namespace, planned: int, recorded: int, summary: dict[
            "none_lost": lost == 0}
     early = 0.10 * planned < WARM_PER_SLOT * args.concurrency  # the warm window lies in the warm-up
     outcomes = summary["arms"]["main"]["outcomes"] if summary.get("arms") else {}
-    sampled = [m for m in (*METRICS, *SHOWN) if m not in ("rss_kept_mib", "files_kept")]  # those are per window
+    sampled = [m for m in (*METRICS, *SHOWN) if m in FIELDS]  # the kept sums are per window, not per sample
     peak = {m: (peak or {}).get(m, max((s[m] for s in samples if m in s), default=0)) for m in sampled}
     result = {
         "suite": "long", "planned": planned, "recorded": recorded, "lost": lost, "outcomes": outcomes,
