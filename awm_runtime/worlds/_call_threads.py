@@ -63,14 +63,18 @@ class _Call:
 class CallThreads:
     """Runs `handle(job, loop)` for each submitted job on up to `most` threads, each with its own event loop.
 
-    `handle` must not raise: it answers its job, an error included."""
+    `handle` must not raise: it answers its job, an error included. A thread that cannot make its event loop (no
+    descriptor left for its epoll and self-pipe: scenario code that keeps files open) answers the job it was
+    started for with `refuse(job, error)` instead, and ends, so that no job waits on a thread that never runs."""
 
     def __init__(self, handle: Callable[[Any, asyncio.AbstractEventLoop], None], most: int, *,
+                 refuse: Callable[[Any, OSError], None],
                  window_s: float = WINDOW_S, min_cpu_s: float = MIN_CPU_S, hog_s: float = HOG_S,
                  idle_exit_s: float = IDLE_EXIT_S, on_stuck: Callable[[], None] | None = None) -> None:
         self.most, self.window_s, self.min_cpu_s, self.hog_s = most, window_s, min_cpu_s, hog_s
         self.idle_exit_s = idle_exit_s
         self._handle = handle
+        self._refuse = refuse
         self._on_stuck = on_stuck
         self._here: _Call | None = None  # the call `run_here` runs, if one does
         self._here_seen = False  # a call ran in place since the watchdog's last look
@@ -89,6 +93,7 @@ class CallThreads:
         self._granted = 0  # permits handed to parked threads and not yet picked up
         self._watching = False
         self.beside = 0  # calls that started while another call was running
+        self.refused = 0  # jobs answered with `refuse`: their thread could not make its event loop
 
     def submit(self, job: Any) -> None:
         """Queue `job`; it runs when a thread with a permit is free."""
@@ -164,7 +169,11 @@ class CallThreads:
         return 1 + 3 * sum(not call.busy for call in self._running.values())
 
     def _main(self) -> None:
-        loop = asyncio.new_event_loop()
+        try:
+            loop = asyncio.new_event_loop()
+        except OSError as exc:
+            self._cannot_start(exc)
+            return
         asyncio.set_event_loop(loop)
         me = threading.get_ident()
         clock = time.pthread_getcpuclockid(me)
@@ -199,6 +208,25 @@ class CallThreads:
                 with self._lock:
                     del self._running[me]
         loop.close()
+
+    def _cannot_start(self, exc: OSError) -> None:
+        """A thread without an event loop: answer one queued job with `refuse`, give the permit back and end. Jobs
+        still queued get permits as any do (a new thread each, which refuses its job the same way while the
+        descriptors stay used up)."""
+        try:
+            job = self._jobs.get_nowait()
+        except queue.Empty:
+            job = None
+        if job is not None:
+            try:
+                self._refuse(job, exc)
+            except BaseException:  # `refuse` answers its own errors
+                traceback.print_exc()
+        with self._lock:
+            self.refused += job is not None
+            self._holders -= 1
+            self.threads -= 1
+            self._grant()
 
     def _park(self, may_end: bool) -> bool:
         """Give the permit back and wait for one (under the lock). False when none came within `idle_exit_s`

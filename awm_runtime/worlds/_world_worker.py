@@ -102,7 +102,8 @@ class Worker:
         self.host: ScenarioHost | None = None
         self.out_fd = -1
         self.write_lock = threading.Lock()
-        self.calls = CallThreads(self._answer, CALL_THREADS, idle_exit_s=idle_exit_s, on_stuck=self._read_beside)
+        self.calls = CallThreads(self._answer, CALL_THREADS, refuse=self._refuse, idle_exit_s=idle_exit_s,
+                                 on_stuck=self._read_beside)
         # Calls run in place on this thread get a loop of their own: the app's lifespan task stays on `loop`, which
         # runs only while the app starts, as before. Made now, before scenario code, like `loop`.
         self.here_loop = asyncio.new_event_loop()
@@ -178,6 +179,16 @@ class Worker:
         except Exception as exc:  # a reply that cannot be encoded is this call's failure
             self.send({"ok": False, "error": f"the tool's reply cannot be sent ({describe(exc)})",
                        "id": msg.get("id")})
+
+    def _refuse(self, msg: dict[str, Any], exc: OSError) -> None:
+        """Answer a call that no call thread could run: the thread could not make its event loop."""
+        if short := descriptors_exhausted():
+            # Scenario code keeps files open (our own threads and connections stay far below the limit): a world fault.
+            error = (f"the scenario's code has used up its world worker's file descriptors ({short}), so no thread "
+                     f"could be started to run the call")
+        else:
+            error = f"no thread could be started to run the call ({describe(exc)})"
+        self.send({"ok": False, "error": error, "id": msg.get("id")})
 
     def _read_beside(self) -> None:
         if self.requests is not None:

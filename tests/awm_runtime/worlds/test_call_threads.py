@@ -5,12 +5,18 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
 from awm_runtime.worlds._call_threads import CallThreads
+
+
+def _never(job: Any, exc: OSError) -> None:
+    raise AssertionError(f"a call thread could not make its event loop: {exc}")
 
 
 def _burn(seconds: float) -> None:
@@ -56,7 +62,7 @@ def _sleeper_then_quick(threads: CallThreads, sleeper: str, quick: str, *, sleep
 def test_calls_that_use_the_cpu_run_one_after_another_on_one_thread() -> None:
     log = _Log()
     # a burning call is not left unscheduled for 0.2 s, even on a busy machine
-    threads = CallThreads(log.handle, 32, window_s=0.2)
+    threads = CallThreads(log.handle, 32, refuse=_never, window_s=0.2)
     for i in range(8):
         threads.submit((f"c{i}", lambda: _burn(0.02)))
     log.wait(8)
@@ -68,7 +74,7 @@ def test_calls_that_use_the_cpu_run_one_after_another_on_one_thread() -> None:
 
 def test_a_sleeping_call_lets_the_calls_behind_it_run() -> None:
     log = _Log()
-    threads = CallThreads(log.handle, 32, window_s=0.02)
+    threads = CallThreads(log.handle, 32, refuse=_never, window_s=0.02)
     threads.submit(("sleeper", lambda: time.sleep(1.5)))
     time.sleep(0.05)
     for i in range(5):
@@ -82,7 +88,7 @@ def test_a_sleeping_call_lets_the_calls_behind_it_run() -> None:
 
 def test_a_call_that_hogs_the_cpu_shares_it_with_the_calls_behind() -> None:
     log = _Log()
-    threads = CallThreads(log.handle, 32, window_s=0.01, hog_s=0.05)
+    threads = CallThreads(log.handle, 32, refuse=_never, window_s=0.01, hog_s=0.05)
     threads.submit(("hog", lambda: _burn(1.5)))
     time.sleep(0.02)
     threads.submit(("quick", lambda: _burn(0.001)))
@@ -103,7 +109,7 @@ def test_a_burst_of_hung_calls_all_runs_side_by_side_up_to_the_thread_limit() ->
                 all_in.set()
         all_in.wait(60)
 
-    threads = CallThreads(log.handle, 32, window_s=0.01)
+    threads = CallThreads(log.handle, 32, refuse=_never, window_s=0.01)
     for i in range(40):
         threads.submit((f"h{i}", hung))
     log.wait(40, timeout_s=90)
@@ -114,7 +120,8 @@ def test_a_burst_of_hung_calls_all_runs_side_by_side_up_to_the_thread_limit() ->
 
 def test_threads_whose_permit_is_not_needed_park_and_the_next_burst_runs_on_one() -> None:
     log = _Log()
-    threads = CallThreads(log.handle, 32, window_s=0.05)  # a burning thread gets CPU in each window, even when loaded
+    # a burning thread gets CPU in each window, even when loaded
+    threads = CallThreads(log.handle, 32, refuse=_never, window_s=0.05)
     _sleeper_then_quick(threads, "sleeper", "a", sleep_s=0.5, gap_s=0.03)
     log.wait(7)
     started = threads.threads
@@ -130,7 +137,7 @@ def test_threads_whose_permit_is_not_needed_park_and_the_next_burst_runs_on_one(
 
 def test_parked_threads_take_a_permit_again_when_a_call_waits() -> None:
     log = _Log()
-    threads = CallThreads(log.handle, 32, window_s=0.01)
+    threads = CallThreads(log.handle, 32, refuse=_never, window_s=0.01)
     for round_ in range(2):
         _sleeper_then_quick(threads, f"sleeper{round_}", f"q{round_}.", sleep_s=0.6, gap_s=0.03)
         log.wait(6)
@@ -147,7 +154,7 @@ def test_a_handler_that_raises_keeps_its_thread_and_permit(capsys: Any) -> None:
     def boom() -> None:
         raise SystemExit("scenario code exits")
 
-    threads = CallThreads(log.handle, 32)
+    threads = CallThreads(log.handle, 32, refuse=_never)
     threads.submit(("boom", boom))
     threads.submit(("after", lambda: _burn(0.001)))
     log.wait(2)
@@ -175,7 +182,7 @@ def test_threads_parked_past_their_idle_time_end_and_close_their_loops() -> None
         loops.add(loop)
         log.handle(job, loop)
 
-    threads = CallThreads(handle, 32, window_s=0.02, idle_exit_s=0.3)
+    threads = CallThreads(handle, 32, refuse=_never, window_s=0.02, idle_exit_s=0.3)
     for round_ in range(2):
         _sleeper_then_quick(threads, f"sleeper{round_}", f"q{round_}.", sleep_s=0.5, gap_s=0.05)
         log.wait(7)
@@ -202,7 +209,7 @@ def test_a_thread_whose_loop_still_holds_a_task_is_kept() -> None:
             loops.add(loop)
         log.handle(job, loop)
 
-    threads = CallThreads(handle, 32, window_s=0.02, idle_exit_s=0.1)
+    threads = CallThreads(handle, 32, refuse=_never, window_s=0.02, idle_exit_s=0.1)
     threads.submit(("held", lambda: release.wait(60)))
     for i in range(6):
         threads.submit((f"q{i}", lambda: _burn(0.001)))
@@ -234,7 +241,7 @@ def test_a_call_run_in_place_runs_on_the_caller_s_thread_and_starts_no_call_thre
     log = _Log()
     where: list[int] = []
     stuck = threading.Event()
-    threads = CallThreads(log.handle, 32, window_s=0.2, on_stuck=stuck.set)
+    threads = CallThreads(log.handle, 32, refuse=_never, window_s=0.2, on_stuck=stuck.set)
     for i in range(5):
         main, ran = _in_place(threads, (f"c{i}", lambda: (where.append(threading.get_ident()), _burn(0.002))))
         main.join(30)
@@ -245,7 +252,7 @@ def test_a_call_run_in_place_runs_on_the_caller_s_thread_and_starts_no_call_thre
 def test_no_call_runs_in_place_while_another_runs_or_waits() -> None:
     log = _Log()
     release = threading.Event()
-    threads = CallThreads(log.handle, 32)
+    threads = CallThreads(log.handle, 32, refuse=_never)
     threads.submit(("held", lambda: release.wait(30)))
     assert _until(lambda: "held" in log.starts)
     main, ran = _in_place(threads, ("second", lambda: None))
@@ -267,7 +274,7 @@ def test_a_call_in_place_that_waits_is_reported_stuck_and_the_calls_behind_it_ru
         stuck_calls.append(1)
         stuck.set()
 
-    threads = CallThreads(log.handle, 32, window_s=0.02, on_stuck=on_stuck)
+    threads = CallThreads(log.handle, 32, refuse=_never, window_s=0.02, on_stuck=on_stuck)
     main, ran = _in_place(threads, ("sleeper", lambda: release.wait(60)))
     assert stuck.wait(60), "the waiting call in place was never reported"
     for i in range(5):
@@ -286,7 +293,7 @@ def test_a_call_in_place_that_waits_is_reported_stuck_and_the_calls_behind_it_ru
 
 def test_where_calls_run_in_place_the_last_call_thread_ends_too_once_idle() -> None:
     log = _Log()
-    threads = CallThreads(log.handle, 32, window_s=0.02, idle_exit_s=0.2)
+    threads = CallThreads(log.handle, 32, refuse=_never, window_s=0.02, idle_exit_s=0.2)
     main, ran = _in_place(threads, ("first", lambda: None))
     main.join(30)
     _sleeper_then_quick(threads, "sleeper", "q", sleep_s=0.3, gap_s=0.03)
@@ -297,3 +304,50 @@ def test_where_calls_run_in_place_the_last_call_thread_ends_too_once_idle() -> N
     threads.submit(("after", lambda: _burn(0.001)))  # a thread again when a call is handed over
     log.wait(1)
     assert threads.threads == 1
+
+
+# Run in a process of its own: it uses up the process's descriptors.
+_NO_DESCRIPTORS = """
+import os, resource, threading, time
+from awm_runtime.worlds._call_threads import CallThreads
+
+answered = {}
+done = threading.Semaphore(0)
+
+def handle(job, loop):
+    name, work = job
+    work()
+    answered[name] = "ran"
+    done.release()
+
+def refuse(job, exc):
+    answered[job[0]] = f"refused: {exc.strerror}"
+    done.release()
+
+resource.setrlimit(resource.RLIMIT_NOFILE, (256, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+threads = CallThreads(handle, 32, refuse=refuse, window_s=0.02)
+threads.submit(("sleeper", lambda: time.sleep(1.0)))  # its thread has its loop; its sleep lets permits out
+time.sleep(0.1)
+leaked = []
+try:
+    while True:
+        leaked.append(os.dup(0))
+except OSError:
+    pass
+for i in range(3):
+    threads.submit((f"behind{i}", lambda: None))
+for _ in range(4):
+    assert done.acquire(timeout=10), f"a call was never answered: {answered}"
+print(sorted(answered.items()), threads.refused, threads.threads)
+"""
+
+
+def test_a_thread_that_cannot_make_its_event_loop_refuses_its_call_instead_of_leaving_it_queued() -> None:
+    """Issue 49: scenario code that used up its worker's descriptors left a new call thread unable to make its event
+    loop; the thread died holding its permit, and the calls queued behind a running call waited until their
+    timeout. Each is answered now, by `refuse`, and the running call ends as it would."""
+    out = subprocess.run([sys.executable, "-c", _NO_DESCRIPTORS], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    refused = "refused: Too many open files"
+    assert out.stdout.split() == [*f"[('behind0', '{refused}'), ('behind1', '{refused}'), ('behind2', '{refused}'), "
+                                  f"('sleeper', 'ran')] 3 1".split()]
