@@ -20,6 +20,7 @@ import asyncio
 import shutil
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -43,17 +44,54 @@ def world_cpu_s(world: Any) -> float:
             + sum(cpu_seconds(pid, reaped=True) for pid in alive))
 
 
+BLOCK = 50  # calls a side runs in its turn (`interleaved_us`)
+
+
 async def per_call_us(n: int, one: Callable[[int], Awaitable[Any]], world: Any = None,
                       settle_s: float = 0.0) -> tuple[float, float]:
     """CPU microseconds per call of `one(i)` for i < n: (this process's, the world's processes') (0 without
     `world`)."""
-    here, there = time.process_time(), world_cpu_s(world) if world is not None else 0.0
-    for i in range(n):
+    here, there = await _cpu_s(range(n), one, world, settle_s)
+    return here / max(1, n) * 1e6, there / max(1, n) * 1e6
+
+
+@dataclass(frozen=True, slots=True)
+class Side:
+    """One side of a comparison: `one(i)` is a call; `world`'s processes' CPU is counted too; a turn ends with
+    `settle_s` of sleep (a server reaps its last child within it)."""
+
+    one: Callable[[int], Awaitable[Any]]
+    world: Any = None
+    settle_s: float = 0.0
+
+
+async def interleaved_us(n: int, *sides: Side, block: int = BLOCK) -> list[tuple[float, float]]:
+    """CPU microseconds per call of each side, as `per_call_us` gives them, each side running `n` calls in turns of
+    `block`: side 0's first block, side 1's, ..., then each side's second block. A shared VM's speed drifts within
+    seconds (one floor moved 694-1,141 us between repeats of one invocation); sides measured one after another
+    take different shares of that drift, sides in turns take the same."""
+    totals = [[0.0, 0.0] for _ in sides]
+    for start in range(0, n, block):
+        calls = range(start, min(n, start + block))
+        for total, side in zip(totals, sides, strict=True):
+            here, there = await _cpu_s(calls, side.one, side.world, side.settle_s)
+            total[0] += here
+            total[1] += there
+    return [(here / max(1, n) * 1e6, there / max(1, n) * 1e6) for here, there in totals]
+
+
+async def _cpu_s(calls: range, one: Callable[[int], Awaitable[Any]], world: Any,
+                 settle_s: float) -> tuple[float, float]:
+    """CPU seconds of this process and of `world`'s processes while `one(i)` runs for each i in `calls` (the reads of
+    the world's processes' clocks fall outside this process's window)."""
+    there = world_cpu_s(world) if world is not None else 0.0
+    here = time.process_time()
+    for i in calls:
         await one(i)
     if settle_s:
         await asyncio.sleep(settle_s)  # a server reaps its last child
-    here, there = time.process_time() - here, (world_cpu_s(world) - there) if world is not None else 0.0
-    return here / max(1, n) * 1e6, there / max(1, n) * 1e6
+    here = time.process_time() - here
+    return here, (world_cpu_s(world) - there) if world is not None else 0.0
 
 
 class AppFloor:
@@ -145,4 +183,5 @@ def ratio(cost: float, floor: float) -> float | None:
     return round(cost / floor, 3) if floor > 0 else None
 
 
-__all__ = ["AppFloor", "BareModel", "VerifierFloor", "burn", "model_request", "per_call_us", "ratio", "world_cpu_s"]
+__all__ = ["BLOCK", "AppFloor", "BareModel", "Side", "VerifierFloor", "burn", "interleaved_us", "model_request",
+           "per_call_us", "ratio", "world_cpu_s"]

@@ -9,7 +9,8 @@ machine at one moment, does. Four costs, each in CPU microseconds (process CPU t
 - episode: `run_episode` of a scripted episode (4 model calls, 3 tool calls, a verification, its reset and
   record) / the sum of those floors.
 
-Each is measured `--repeats` times, floor and cost back to back; the figures are medians over the repeats.
+Each is measured `--repeats` times, cost and floor in turns of `BLOCK` calls (so that both take the same share of
+a shared machine's drift); the figures are medians over the repeats.
 The floors are defined in bench/_floor_parts.py; docs/runs.md says why each is the honest one.
 """
 
@@ -29,8 +30,10 @@ from typing import Any
 from awm_runtime.bench._floor_parts import (
     AppFloor,
     BareModel,
+    Side,
     VerifierFloor,
     burn,
+    interleaved_us,
     model_request,
     per_call_us,
     ratio,
@@ -250,19 +253,18 @@ async def _measure(args: argparse.Namespace, tmp: Path, url: str) -> dict[str, l
             out[kind].append({"cost": sum(cost), "floor": sum(floor), "runtime": cost[0], "world": cost[1], **more})
 
         for _ in range(args.repeats):
-            cost = await per_call_us(args.calls, tool_cost, world)
-            pair("tool_call", cost, await per_call_us(args.calls, tool_floor),
-                 host=sum(await per_call_us(args.calls, host_call)))
+            cost, floor, host_cost = await interleaved_us(args.calls, Side(tool_cost, world), Side(tool_floor),
+                                                          Side(host_call))
+            pair("tool_call", cost, floor, host=sum(host_cost))
             shutil.copyfile(session.db, final)
-            cost = await per_call_us(args.verifies, verify_cost, world, settle_s=0.2)
-            pair("verify", cost, await per_call_us(args.verifies, verify_floor_call))
-            pair("model_call", await per_call_us(args.model_calls, model), await per_call_us(args.model_calls,
-                                                                                              bare.call))
-            pair("reset", await per_call_us(args.resets, reset, world), await per_call_us(args.resets, copy))
+            pair("verify", *await interleaved_us(args.verifies, Side(verify_cost, world, settle_s=0.2),
+                                                 Side(verify_floor_call)))
+            pair("model_call", *await interleaved_us(args.model_calls, Side(model), Side(bare.call)))
+            pair("reset", *await interleaved_us(args.resets, Side(reset, world), Side(copy)))
             floors = {k: out[k][-1]["floor"] for k in ("model_call", "tool_call", "verify", "reset")}
-            floor = (EPISODE_MODEL_CALLS * floors["model_call"] + EPISODE_TOOL_CALLS * floors["tool_call"]
+            parts = (EPISODE_MODEL_CALLS * floors["model_call"] + EPISODE_TOOL_CALLS * floors["tool_call"]
                      + floors["verify"] + floors["reset"])
-            pair("episode", await per_call_us(args.episodes, episode, world, settle_s=0.2), (floor, 0.0))
+            pair("episode", await per_call_us(args.episodes, episode, world, settle_s=0.2), (parts, 0.0))
         await session.close()
         stats = world.sandbox.kept_stats  # how kept workers were sent templates (all 0 on the fork path)
         out["kept"] = [{"worker_hits": stats.worker_hits, "worker_sends": stats.worker_sends}]
