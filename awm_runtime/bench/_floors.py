@@ -38,7 +38,7 @@ from awm_runtime.bench._floor_parts import (
     per_call_us,
     ratio,
 )
-from awm_runtime.bench._scale import start_server
+from awm_runtime.bench._scale import add_verifier_reuse, start_server
 
 # The targets: ratios to floors on a quiet machine (median of 3).
 TARGETS = {"tool_call": 1.5, "verify": 1.5, "model_call": 3.0}
@@ -57,8 +57,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--repeats", type=int, default=3, help="repeats; figures are their medians (default 3)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--unsafe-no-sandbox", action="store_true", help="measure unconfined world and verifier code")
-    p.add_argument("--verifier-reuse", action="store_true",
-                   help="verify in kept workers, one per verifier code (awm-run --verifier-reuse)")
+    add_verifier_reuse(p)
     # Test-only: a known CPU cost in one boundary path (this process, before the runtime's own call), so that a
     # test can check that the right ratio moves by its share and the others do not.
     p.add_argument("--inject-us", type=float, default=0.0, help=argparse.SUPPRESS)

@@ -45,6 +45,12 @@ BATCH_TARGETS = {(10000, 30.0): 0.90}
 RSS_TARGET_MIB = 1.0
 
 
+def add_verifier_reuse(p: argparse.ArgumentParser) -> None:
+    """`--verifier-reuse`, as `awm-run` has it (here and in `awm-bench floors`)."""
+    p.add_argument("--verifier-reuse", action="store_true",
+                   help="verify in kept workers, one per verifier code (awm-run --verifier-reuse)")
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--episodes", type=int, default=256, metavar="N", help="episodes in flight (default 256)")
     p.add_argument("--latency", type=float, default=2.0, metavar="S", help="model reply latency (default 2)")
@@ -58,8 +64,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="launch every episode at once (N episodes, one wave), as a GRPO step or an eval does, and "
                         "report the makespan from the model server's first request to its last reply")
     p.add_argument("--out", type=Path, default=None, metavar="DIR", help="keep the run directory here")
-    p.add_argument("--verifier-reuse", action="store_true",
-                   help="verify in kept workers, one per verifier code (awm-run --verifier-reuse)")
+    add_verifier_reuse(p)
     p.add_argument("--inject-ms", type=float, default=0.0, metavar="MS",
                    help="burn MS of CPU on the event loop per model call: checks that the benchmark sees a "
                         "change of the runtime's CPU per call (default 0)")
