@@ -36,7 +36,7 @@ from typing import Any
 
 from awm_runtime._malloc import applied
 from awm_runtime.bench._long_samples import FIELDS, Samples, thin
-from awm_runtime.bench._procs import descendants, fd_targets, kind_of, resident_mib, thread_count
+from awm_runtime.bench._procs import descendants, fd_count, fd_targets, kind_of, resident_mib, thread_count
 from awm_runtime.bench._scale_peaks import open_files_limit
 
 TARGET_GROWTH = 0.05  # issue 49: RSS and descriptors at the end within 5% of after the first tenth
@@ -87,8 +87,8 @@ class Snapshots:
         lasting = (pids if self._before is None else pids & self._before) - forks
         self._before = pids
         rss = {pid: resident_mib(pid) for pid in lasting | {self.root}}
-        targets = {pid: fd_targets(pid) for pid in lasting | {self.root} | forks}
-        files = {pid: len(t) for pid, t in targets.items()}
+        targets = {pid: fd_targets(pid) for pid in lasting | {self.root}}  # forks: only counted
+        files = {pid: len(t) for pid, t in targets.items()} | {pid: fd_count(pid) for pid in forks}
         theirs = {t for pid in lasting - {self.root} for t in targets[pid] if t.startswith("pipe:")}
         own = sum(1 for t in targets[self.root] if t not in theirs)  # less the pipes it shares with them
         threads = sum(thread_count(pid) for pid in lasting | {self.root})

@@ -85,6 +85,14 @@ def fd_targets(pid: int) -> list[str]:
     return out
 
 
+def fd_count(pid: int) -> int:
+    """How many descriptors a live process has open (no link read); 0 if the process is gone."""
+    try:
+        return len(os.listdir(f"/proc/{pid}/fd"))
+    except OSError:
+        return 0
+
+
 def thread_count(pid: int) -> int:
     """Threads of a live process (/proc/PID/stat, a kernel count), 0 if the process is gone."""
     try:
@@ -175,4 +183,5 @@ class ProcessSampler:
         return out
 
 
-__all__ = ["ProcessSampler", "cpu_seconds", "descendants", "fd_targets", "kind_of", "resident_mib", "thread_count"]
+__all__ = ["ProcessSampler", "cpu_seconds", "descendants", "fd_count", "fd_targets", "kind_of", "resident_mib",
+           "thread_count"]
