@@ -63,12 +63,13 @@ class _Call:
 class CallThreads:
     """Runs `handle(job, loop)` for each submitted job on up to `most` threads, each with its own event loop.
 
-    `handle` must not raise: it answers its job, an error included. A thread that cannot make its event loop (no
-    descriptor left for its epoll and self-pipe: scenario code that keeps files open) answers the job it was
-    started for with `refuse(job, error)` instead, and ends, so that no job waits on a thread that never runs."""
+    `handle` must not raise: it answers its job, an error included. When no thread can be started (no memory left
+    for its stack), or a thread cannot make its event loop (no descriptor left for its epoll and self-pipe: scenario
+    code that keeps threads or files), a queued job is answered with `refuse(job, error)` instead, so that no job
+    waits on a thread that never runs. `refuse` is called holding the threads' lock: it only answers."""
 
     def __init__(self, handle: Callable[[Any, asyncio.AbstractEventLoop], None], most: int, *,
-                 refuse: Callable[[Any, OSError], None],
+                 refuse: Callable[[Any, Exception], None],
                  window_s: float = WINDOW_S, min_cpu_s: float = MIN_CPU_S, hog_s: float = HOG_S,
                  idle_exit_s: float = IDLE_EXIT_S, on_stuck: Callable[[], None] | None = None) -> None:
         self.most, self.window_s, self.min_cpu_s, self.hog_s = most, window_s, min_cpu_s, hog_s
@@ -146,11 +147,16 @@ class CallThreads:
             self._queued.notify()
 
     def _start(self) -> None:
-        """A new thread, holding a permit (under the lock)."""
+        """A new thread, holding a permit (under the lock). When none can be started (no memory left for its stack:
+        scenario code that keeps threads), a queued job is answered with `refuse` instead."""
+        try:
+            threading.Thread(target=self._main, daemon=True, name=f"call-{self.started + 1}").start()
+        except RuntimeError as exc:
+            self._refuse_one(exc)
+            return
         self.threads += 1
         self.started += 1
         self._holders += 1
-        threading.Thread(target=self._main, daemon=True, name=f"call-{self.started}").start()
 
     def _grant(self) -> None:
         """Hand out the permits now allowed while jobs wait: to parked threads first, else to new ones (under the
@@ -213,20 +219,23 @@ class CallThreads:
         """A thread without an event loop: answer one queued job with `refuse`, give the permit back and end. Jobs
         still queued get permits as any do (a new thread each, which refuses its job the same way while the
         descriptors stay used up)."""
-        try:
-            job = self._jobs.get_nowait()
-        except queue.Empty:
-            job = None
-        if job is not None:
-            try:
-                self._refuse(job, exc)
-            except BaseException:  # `refuse` answers its own errors
-                traceback.print_exc()
         with self._lock:
-            self.refused += job is not None
+            self._refuse_one(exc)
             self._holders -= 1
             self.threads -= 1
             self._grant()
+
+    def _refuse_one(self, exc: Exception) -> None:
+        """Answer a queued job, if one is queued, with `refuse` (under the lock)."""
+        try:
+            job = self._jobs.get_nowait()
+        except queue.Empty:
+            return
+        self.refused += 1
+        try:
+            self._refuse(job, exc)
+        except BaseException:  # `refuse` answers its own errors
+            traceback.print_exc()
 
     def _park(self, may_end: bool) -> bool:
         """Give the permit back and wait for one (under the lock). False when none came within `idle_exit_s`

@@ -180,7 +180,7 @@ class Worker:
             self.send({"ok": False, "error": f"the tool's reply cannot be sent ({describe(exc)})",
                        "id": msg.get("id")})
 
-    def _refuse(self, msg: dict[str, Any], exc: OSError) -> None:
+    def _refuse(self, msg: dict[str, Any], exc: Exception) -> None:
         """Answer a call that no call thread could run: the thread could not make its event loop."""
         if short := descriptors_exhausted():
             # Scenario code keeps files open (our own threads and connections stay far below the limit): a world fault.

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 import subprocess
 import sys
 import threading
@@ -308,7 +309,7 @@ def test_where_calls_run_in_place_the_last_call_thread_ends_too_once_idle() -> N
 
 # Run in a process of its own: it uses up the process's descriptors.
 _NO_DESCRIPTORS = """
-import os, resource, threading, time
+import json, os, resource, threading, time
 from awm_runtime.worlds._call_threads import CallThreads
 
 answered = {}
@@ -338,7 +339,7 @@ for i in range(3):
     threads.submit((f"behind{i}", lambda: None))
 for _ in range(4):
     assert done.acquire(timeout=10), f"a call was never answered: {answered}"
-print(sorted(answered.items()), threads.refused, threads.threads)
+print(json.dumps([answered, threads.refused, threads.threads]))
 """
 
 
@@ -349,5 +350,46 @@ def test_a_thread_that_cannot_make_its_event_loop_refuses_its_call_instead_of_le
     out = subprocess.run([sys.executable, "-c", _NO_DESCRIPTORS], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     refused = "refused: Too many open files"
-    assert out.stdout.split() == [*f"[('behind0', '{refused}'), ('behind1', '{refused}'), ('behind2', '{refused}'), "
-                                  f"('sleeper', 'ran')] 3 1".split()]
+    assert json.loads(out.stdout) == [{"sleeper": "ran", "behind0": refused, "behind1": refused, "behind2": refused},
+                                      3, 1]
+
+
+_NO_THREADS = """
+import json, resource, threading, time
+from awm_runtime.worlds._call_threads import CallThreads
+
+answered = {}
+done = threading.Semaphore(0)
+
+def handle(job, loop):
+    name, work = job
+    work()
+    answered[name] = "ran"
+    done.release()
+
+def refuse(job, exc):
+    answered[job[0]] = f"refused: {exc}"
+    done.release()
+
+threads = CallThreads(handle, 32, refuse=refuse, window_s=0.02)
+threads.submit(("sleeper", lambda: time.sleep(1.0)))  # its thread has its stack; its sleep lets permits out
+time.sleep(0.1)
+with open("/proc/self/statm") as f:
+    size = int(f.read().split()[0]) * resource.getpagesize()
+resource.setrlimit(resource.RLIMIT_AS, (size + (4 << 20), resource.RLIM_INFINITY))  # no room for another stack
+for i in range(3):
+    threads.submit((f"behind{i}", lambda: None))
+for _ in range(4):
+    assert done.acquire(timeout=10), f"a call was never answered: {answered}"
+print(json.dumps([answered, threads.refused, threads.threads]))
+"""
+
+
+def test_when_no_thread_can_be_started_the_calls_behind_are_refused_instead_of_left_queued() -> None:
+    """Scenario code that keeps threads can leave no memory for another call thread's stack: the calls queued behind
+    a running call are answered by `refuse` (the thread's start raises), not left waiting for their timeout."""
+    out = subprocess.run([sys.executable, "-c", _NO_THREADS], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    refused = "refused: can't start new thread"
+    assert json.loads(out.stdout) == [{"sleeper": "ran", "behind0": refused, "behind1": refused, "behind2": refused},
+                                      3, 1]
