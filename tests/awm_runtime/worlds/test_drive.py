@@ -171,3 +171,22 @@ def test_async_generators_made_in_the_step_are_the_loops(loop: asyncio.AbstractE
     assert set(loop._asyncgens) == {kept[0]}  # type: ignore[attr-defined]  # registered by the loop's firstiter hook
     loop.run_until_complete(loop.shutdown_asyncgens())  # and closed by it
     assert kept[0].ag_frame is None
+
+
+def test_timers_left_on_the_loop_still_run_during_a_call(loop: asyncio.AbstractEventLoop) -> None:
+    ran: list[str] = []
+    loop.call_later(0.0, ran.append, "timer")  # as a task scenario code left sleeping on the loop
+
+    async def handler() -> str:
+        await asyncio.sleep(0.01)  # long enough for the timer to come due while the loop runs
+        return "done"
+
+    assert run(loop, handler()) == "done"
+    assert ran == ["timer"]
+    loop.call_later(0.0, ran.append, "due")
+
+    async def quick() -> str:
+        return "quick"
+
+    assert run(loop, quick()) == "quick"
+    assert ran == ["timer", "due"]  # the loop ran for it, as run_until_complete would have
