@@ -3,25 +3,28 @@
 Every tool call's arguments are checked against the tool's input schema before its handler runs, as mcp's server
 checks them; jsonschema's `iter_errors` and `best_match` cost ~13 µs a call on the bench scenario (issue 49), and
 nearly every call is valid. A tool's input schema, generated from its route's parameters and body model, is nearly
-always flat: properties with a type (or an `anyOf` of types, or a list of them), bounds, lengths, an `enum`,
-`required`. `plain_check(schema)` compiles such a schema once into a predicate that answers True only when the
-arguments are valid for certain; False means "not certain", and the caller then asks jsonschema, which also
-words the error. So a schema or a value beyond this small subset costs what it always did, and the check can
-only ever let through what jsonschema lets through (tests/awm_runtime/worlds/test_argcheck.py holds it to that).
+always flat: properties with a type (or an `anyOf` of types, or a list of them), bounds, lengths, a pattern, an
+`enum`, arrays of such items, `required` (all 254 tools of the built-in worlds). `plain_check(schema)` compiles
+such a schema once into a predicate that answers True only when the arguments are valid for certain; False means
+"not certain", and the caller then asks jsonschema, which also words the error. So a schema or a value beyond this
+small subset costs what it always did, and the check can only ever let through what jsonschema lets through
+(tests/awm_runtime/worlds/test_argcheck.py holds it to that with generated schemas and values).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
 Check = Callable[[Any], bool]
 
 # Keywords that say nothing about validity (no format checker is passed to jsonschema, so `format` is one).
-_ANNOTATIONS = frozenset({"title", "description", "default", "examples", "format", "deprecated", "readOnly",
+_ANNOTATIONS = frozenset({"title", "description", "default", "examples", "example", "format", "deprecated", "readOnly",
                           "writeOnly", "$comment"})
 _VALUE_KEYS = frozenset({"type", "anyOf", "enum", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
-                         "minLength", "maxLength"}) | _ANNOTATIONS
+                         "minLength", "maxLength", "pattern", "items", "minItems", "maxItems",
+                         "additionalProperties"}) | _ANNOTATIONS
 _OBJECT_KEYS = frozenset({"type", "properties", "required", "additionalProperties"}) | _ANNOTATIONS
 _TYPES: dict[str, Check] = {
     "string": lambda v: type(v) is str,
@@ -29,6 +32,8 @@ _TYPES: dict[str, Check] = {
     "number": lambda v: type(v) is int or type(v) is float,
     "boolean": lambda v: type(v) is bool,
     "null": lambda v: v is None,
+    "array": lambda v: type(v) is list,
+    "object": lambda v: type(v) is dict,
 }
 
 
@@ -40,7 +45,8 @@ def _value_check(schema: Any) -> Check | None:
     """A predicate for one property's schema, or None when the schema is beyond the plain subset."""
     if schema is True or schema == {}:
         return lambda v: True
-    if not isinstance(schema, dict) or not set(schema) <= _VALUE_KEYS:
+    if not isinstance(schema, dict) or not set(schema) <= _VALUE_KEYS or schema.get("additionalProperties", True) \
+            is not True:  # an object's extra keys allowed says nothing; anything else is beyond the subset
         return None
     checks: list[Check] = []
     if "type" in schema:
@@ -74,6 +80,23 @@ def _value_check(schema: Any) -> Check | None:
             if type(schema[key]) is not int:
                 return None
             checks.append(ok(schema[key]))
+    for key, ok in (("minItems", lambda n: lambda v: type(v) is not list or len(v) >= n),
+                    ("maxItems", lambda n: lambda v: type(v) is not list or len(v) <= n)):
+        if key in schema:
+            if type(schema[key]) is not int:
+                return None
+            checks.append(ok(schema[key]))
+    if "pattern" in schema:
+        try:
+            search = re.compile(schema["pattern"]).search  # jsonschema's own test: re.search(pattern, value)
+        except (re.error, TypeError):
+            return None
+        checks.append(lambda v: type(v) is not str or search(v) is not None)
+    if "items" in schema:
+        item = _value_check(schema["items"]) if isinstance(schema["items"], dict) else None
+        if item is None:
+            return None
+        checks.append(lambda v: type(v) is not list or all(item(x) for x in v))
     if len(checks) == 1:
         return checks[0]
     return lambda v: all(c(v) for c in checks)

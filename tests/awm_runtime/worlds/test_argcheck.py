@@ -33,9 +33,18 @@ def _property(draw: st.DrawFn, depth: int = 0) -> Any:
             schema[key] = draw(st.integers(0, 4))
     if draw(st.integers(0, 4)) == 0:
         schema["enum"] = draw(st.lists(_SCALARS, max_size=4))
-    if draw(st.integers(0, 5)) == 0:
-        schema["pattern"] = "^a"  # beyond the subset
-    for key in ("title", "description", "default", "format"):
+    if draw(st.integers(0, 4)) == 0:
+        schema["pattern"] = draw(st.sampled_from(["^a", "b$", "[0-9]", "^[A-Za-z._-]+$"]))
+    for key in ("minItems", "maxItems"):
+        if draw(st.integers(0, 4)) == 0:
+            schema[key] = draw(st.integers(0, 3))
+    if depth == 0 and draw(st.integers(0, 3)) == 0:
+        schema["items"] = draw(_property(depth=1))
+    if draw(st.integers(0, 6)) == 0:
+        schema["uniqueItems"] = True  # beyond the subset
+    if draw(st.integers(0, 4)) == 0:
+        schema["additionalProperties"] = draw(st.sampled_from([True, False, {"type": "string"}]))
+    for key in ("title", "description", "default", "format", "example"):
         if draw(st.booleans()):
             schema[key] = draw(st.sampled_from(["x", "date-time", "email", 3]))
     return schema
@@ -51,7 +60,7 @@ def _schema(draw: st.DrawFn) -> dict[str, Any]:
     return schema
 
 
-@settings(max_examples=600, deadline=None)
+@settings(max_examples=1500, deadline=None)
 @given(schema=_schema(), arguments=st.one_of(
     st.dictionaries(st.sampled_from(["a", "b", "c", "d", "e"]), _VALUES, max_size=5), _VALUES))
 def test_plain_valid_is_jsonschema_valid(schema: dict[str, Any], arguments: Any) -> None:
@@ -67,14 +76,17 @@ def _bench_like() -> dict[str, Any]:
         "limit": {"type": "integer", "maximum": 200, "minimum": 1, "default": 50, "title": "limit"},
         "amount": {"type": "number", "exclusiveMinimum": 0},
         "name": {"type": "string", "minLength": 1, "maxLength": 20},
-        "kind": {"enum": ["a", "b", 3]}}}
+        "kind": {"enum": ["a", "b", 3]},
+        "ids": {"type": "array", "items": {"type": "integer"}, "minItems": 1, "maxItems": 3},
+        "slug": {"type": "string", "pattern": "^[a-z]+$"}}}
 
 
 def test_typical_valid_arguments_take_the_plain_path() -> None:
     check = plain_check(_bench_like())
     assert check is not None
     assert check({"name": "x"})
-    assert check({"name": "x", "status": "open", "limit": 200, "amount": 0.5, "kind": 3, "unknown": [1]})
+    assert check({"name": "x", "status": "open", "limit": 200, "amount": 0.5, "kind": 3, "unknown": [1],
+                  "ids": [1, 2], "slug": "abc"})
 
 
 def test_anything_doubtful_is_left_to_jsonschema() -> None:
@@ -82,7 +94,8 @@ def test_anything_doubtful_is_left_to_jsonschema() -> None:
     assert check is not None
     for arguments in ({}, {"name": ""}, {"name": "x", "limit": 0}, {"name": "x", "limit": 1.0},
                       {"name": "x", "limit": True}, {"name": "x", "amount": 0}, {"name": "x", "kind": 3.0},
-                      {"name": "x", "status": 3}, {"name": "y" * 21}, ["name"], None):
+                      {"name": "x", "status": 3}, {"name": "y" * 21}, ["name"], None, {"name": "x", "ids": []},
+                      {"name": "x", "ids": [1, 2, 3, 4]}, {"name": "x", "ids": [1, "2"]}, {"name": "x", "slug": "A"}):
         assert not check(arguments), arguments
     assert not plain_check({**_bench_like(), "additionalProperties": False})({"name": "x", "other": 1})  # type: ignore[misc]
 
@@ -90,7 +103,9 @@ def test_anything_doubtful_is_left_to_jsonschema() -> None:
 def test_schemas_beyond_the_subset_have_no_plain_check() -> None:
     for schema in ({"type": "array"}, {"$schema": "http://json-schema.org/draft-04/schema#", "type": "object"},
                    {"type": "object", "properties": {"a": {"$ref": "#/$defs/A"}}},
-                   {"type": "object", "properties": {"a": {"type": "array", "items": {"type": "string"}}}},
+                   {"type": "object", "properties": {"a": {"type": "array", "items": [{"type": "string"}]}}},
+                   {"type": "object", "properties": {"a": {"type": "string", "pattern": "("}}},
+                   {"type": "object", "properties": {"a": {"type": "object", "properties": {}}}},
                    {"type": "object", "properties": {"a": {"type": "number", "exclusiveMinimum": True}}},
                    {"type": "object", "additionalProperties": {"type": "string"}},
                    {"type": "object", "properties": {"a": {"anyOf": []}}},
