@@ -109,5 +109,13 @@ def test_schemas_beyond_the_subset_have_no_plain_check() -> None:
                    {"type": "object", "properties": {"a": {"type": "number", "exclusiveMinimum": True}}},
                    {"type": "object", "additionalProperties": {"type": "string"}},
                    {"type": "object", "properties": {"a": {"anyOf": []}}},
-                   {"type": "object", "properties": {"a": {"type": []}}}, "not a schema"):
+                   {"type": "object", "properties": {"a": {"type": []}}}, "not a schema",
+                   {"type": "object", "properties": {"a": {"enum": "ab"}}},
+                   {"type": "object", "properties": {"a": {"type": "string", "maxLength": 2.0}}},
+                   {"type": "object", "properties": {"a": {"type": "array", "minItems": "1"}}}):
         assert plain_check(schema) is None, schema
+
+
+def test_a_property_that_allows_anything_is_plain() -> None:
+    check = plain_check({"type": "object", "properties": {"a": {}, "b": True}, "required": ["a"]})
+    assert check is not None and check({"a": [1, {"x": None}], "b": "anything"}) and not check({"b": 1})
