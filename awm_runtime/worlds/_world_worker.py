@@ -19,8 +19,10 @@ generated handlers are async functions that block on SQLite, so one loop would s
 time and a slow or hung call would hold up every episode of the scenario (issue 31). They run one
 at a time while each uses the CPU, as threads fighting over the GIL cost CPU (`_call_threads`). A call that comes
 when no other runs or waits runs in place on the main thread, with no hand-off; if it turns out to wait or hog the
-CPU, a reader thread takes the requests that come meanwhile to the call threads (`_requests`). Before the
-worker serves, every descriptor its scenario's code opened while importing is pointed at /dev/null.
+CPU, a reader thread takes the requests that come meanwhile to the call threads (`_requests`). Either way the
+handler's coroutine runs its first step without the loop's machinery, the loop taking over only if it suspends
+(`_drive`). Before the worker serves, every descriptor its scenario's code opened while importing is pointed at
+/dev/null.
 """
 
 from __future__ import annotations
