@@ -26,6 +26,7 @@ from contextlib import contextmanager
 from typing import Any
 from urllib.parse import quote, urlencode
 
+from awm_runtime.worlds._argcheck import plain_check
 from awm_runtime.worlds._openapi import install as install_openapi_walk
 from awm_runtime.worlds._tools import (
     Operation,
@@ -40,6 +41,7 @@ from awm_runtime.worlds._tools import (
 CURRENT_DB: contextvars.ContextVar[str] = contextvars.ContextVar("awm_current_db")
 _FOREIGN_KEYS: contextvars.ContextVar[bool] = contextvars.ContextVar("awm_foreign_keys", default=False)
 LIFESPAN_TIMEOUT_S = 30.0
+_UNCOMPILED = object()
 _LIFESPANS: list[asyncio.Task[None]] = []  # each app's lifespan task lives as long as its worker
 
 
@@ -260,6 +262,7 @@ class ScenarioHost:
             _FOREIGN_KEYS.reset(fk)
         self._schemas = {t["name"]: t["input_schema"] for t in self.tools}
         self._validators: dict[str, Any] = {}
+        self._plain: dict[str, Any] = {}  # tool -> its schema's plain check (None: beyond it), compiled on first use
 
     async def start(self) -> None:
         """Run the app's startup handlers against the import DB, as uvicorn would before serving."""
@@ -278,6 +281,11 @@ class ScenarioHost:
     def _invalid(self, tool: str, arguments: dict[str, Any]) -> str | None:
         """mcp's low-level server checks arguments against the input schema before the handler runs."""
         if not self.validate_arguments:
+            return None
+        plain = self._plain.get(tool, _UNCOMPILED)
+        if plain is _UNCOMPILED:
+            plain = self._plain[tool] = plain_check(self._schemas[tool])
+        if plain is not None and plain(arguments):  # surely valid: jsonschema would find nothing (_argcheck)
             return None
         validator = self._validators.get(tool)
         if validator is None:

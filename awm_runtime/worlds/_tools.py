@@ -205,15 +205,20 @@ _NOT_JSON = object()
 def _writes_alike(value: Any) -> bool:
     """Whether orjson writes `value` as json.dumps does. They differ on floats that Python writes with an exponent
     (1e+16 against 1e16, 1e-05 against 1e-5); orjson reads an int past 64 bits as such a float."""
-    stack = [value]
+    kind = type(value)
+    if kind is not dict and kind is not list:
+        return kind is not float or "e" not in repr(value)
+    stack = [value]  # containers only: a scalar is judged where it is found (orjson gives exact types)
+    pop, push = stack.pop, stack.append
     while stack:
-        v = stack.pop()
-        if isinstance(v, dict):
-            stack.extend(v.values())
-        elif isinstance(v, list):
-            stack.extend(v)
-        elif type(v) is float and "e" in repr(v):
-            return False
+        container = pop()
+        for v in container.values() if type(container) is dict else container:
+            kind = type(v)
+            if kind is float:
+                if "e" in repr(v):
+                    return False
+            elif kind is dict or kind is list:
+                push(v)
     return True
 
 

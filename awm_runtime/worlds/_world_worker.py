@@ -19,8 +19,10 @@ generated handlers are async functions that block on SQLite, so one loop would s
 time and a slow or hung call would hold up every episode of the scenario (issue 31). They run one
 at a time while each uses the CPU, as threads fighting over the GIL cost CPU (`_call_threads`). A call that comes
 when no other runs or waits runs in place on the main thread, with no hand-off; if it turns out to wait or hog the
-CPU, a reader thread takes the requests that come meanwhile to the call threads (`_requests`). Before the
-worker serves, every descriptor its scenario's code opened while importing is pointed at /dev/null.
+CPU, a reader thread takes the requests that come meanwhile to the call threads (`_requests`). Either way the
+handler's coroutine runs its first step without the loop's machinery, the loop taking over only if it suspends
+(`_drive`). Before the worker serves, every descriptor its scenario's code opened while importing is pointed at
+/dev/null.
 """
 
 from __future__ import annotations
@@ -64,6 +66,7 @@ from awm_runtime.isolation import prepare as prepare_confinement
 from awm_runtime.worlds._call_threads import IDLE_EXIT_S, CallThreads
 from awm_runtime.worlds._dbbuild import build_database
 from awm_runtime.worlds._descriptors import blank_fds, descriptors_exhausted, open_fds
+from awm_runtime.worlds._drive import run as drive
 from awm_runtime.worlds._format import ScenarioSource, TableDef
 from awm_runtime.worlds._host import SWEEP_S, ScenarioHost, drop_unlinked, keep_within
 from awm_runtime.worlds._requests import Requests
@@ -76,6 +79,7 @@ PRELOAD = ("fastapi", "fastapi.responses", "fastapi.encoders", "fastapi.openapi.
 EPISODES = "episodes"  # a scenario directory's folder of episode DBs: all its worker may write once loaded
 _M_ARENA_MAX = -8
 CALL_THREADS = 32  # tool calls a worker runs at once; the pool starts another worker past LOAD_PENALTY
+CPU_EVERY_S = 0.05  # a call's reply carries the worker's CPU time at most this often (every other reply does)
 THREAD_STACK = 4 << 20  # 32 threads x 8 MiB (the default) would take a quarter of the address space limit
 
 
@@ -108,6 +112,7 @@ class Worker:
         # runs only while the app starts, as before. Made now, before scenario code, like `loop`.
         self.here_loop = asyncio.new_event_loop()
         self.requests: Requests | None = None
+        self.cpu_due = 0.0  # when a call's reply next carries the worker's CPU time (monotonic)
 
     def _load(self, msg: dict[str, Any], import_db: str) -> dict[str, Any]:
         if self.host is not None:
@@ -160,13 +165,14 @@ class Worker:
         db = msg["db"]
         if os.path.dirname(db) != self.episodes:  # not normalised first: a path with `..` or `.` is refused
             return {"ok": False, "error": f"episode DB {db} is outside this worker's directory"}
-        reply = loop.run_until_complete(self.host.call(db, msg["tool"], msg.get("args") or {}))
+        reply = drive(loop, self.host.call(db, msg["tool"], msg.get("args") or {}))
         if reply.get("status") == 500 and (short := descriptors_exhausted()):
             # A 500 from a worker whose descriptors are used up is the scenario's doing (its code keeps files
             # open; our own connections and threads stay far below the limit), not the agent's: a world fault.
             return {"ok": False, "error": f"the scenario's code has used up its world worker's file descriptors "
                                           f"({short}), so its handler could not open the episode's DB"}
-        return {"ok": True, **reply}
+        reply["ok"] = True
+        return reply
 
     def _answer(self, msg: dict[str, Any], loop: asyncio.AbstractEventLoop) -> None:
         """Run one tool call on a call thread and send its reply, whatever happens."""
@@ -174,8 +180,9 @@ class Worker:
             reply = self.call(msg, loop)
         except BaseException as exc:  # SystemExit from scenario code included: this call's error
             reply = {"ok": False, "fatal": True, "error": describe(exc)}
+        reply["id"] = msg.get("id")
         try:
-            self.send({**reply, "id": msg.get("id")})
+            self.send(reply, cpu=self._cpu_due())
         except Exception as exc:  # a reply that cannot be encoded is this call's failure
             self.send({"ok": False, "error": f"the tool's reply cannot be sent ({describe(exc)})",
                        "id": msg.get("id")})
@@ -202,8 +209,20 @@ class Worker:
             reply = {"ok": False, "fatal": True, "error": describe(exc)}
         self.send({**(reply or {}), "id": msg.get("id")})
 
-    def send(self, reply: dict[str, Any]) -> None:
-        frame = encode({**reply, "cpu_s": round(time.process_time(), 3)})
+    def _cpu_due(self) -> bool:
+        """Whether a call's reply carries the worker's CPU time: at most once every `CPU_EVERY_S` (reading it is a
+        system call that sums every thread's clock; the runtime needs it only against a limit of seconds)."""
+        now = time.monotonic()
+        if now < self.cpu_due:
+            return False
+        self.cpu_due = now + CPU_EVERY_S
+        return True
+
+    def send(self, reply: dict[str, Any], *, cpu: bool = True) -> None:
+        """Write `reply` (a dict of its own, given up to this) as one frame, with the worker's CPU time if `cpu`."""
+        if cpu:
+            reply["cpu_s"] = round(time.process_time(), 3)
+        frame = encode(reply)
         with self.write_lock:
             write_all(self.out_fd, frame)
 

@@ -120,6 +120,7 @@ class WorldWorker:
         self.pool, self.scenario = pool, scenario
         self.pid: int | None = None
         self.writer: asyncio.StreamWriter | None = None
+        self.loop: asyncio.AbstractEventLoop | None = None  # the loop of its pipes, once started
         self.start_lock = asyncio.Lock()
         self.pending: dict[int, asyncio.Future[dict[str, Any]]] = {}
         self.queued = 0
@@ -158,6 +159,7 @@ class WorldWorker:
         transport, protocol = await loop.connect_write_pipe(
             lambda: asyncio.StreamReaderProtocol(asyncio.StreamReader()), os.fdopen(req_w, "wb", 0))
         self.writer = asyncio.StreamWriter(transport, protocol, None, loop)
+        self.loop = loop  # its pipes' loop, kept: asyncio.get_running_loop() costs a getpid system call a call
         self.pid, self.loaded, self.cpu_s = pid, False, 0.0
         self.pool.started += 1
         self._closed, self._drainer = closed, loop.create_task(self._drain(errors))
@@ -313,7 +315,7 @@ class WorldWorker:
         if writer is None:  # it died between its start (or last reply) and this request
             raise await self._died(pid, what)
         rid = next(self._ids)
-        loop = asyncio.get_running_loop()
+        loop = self.loop if self.loop is not None else asyncio.get_running_loop()
         future: asyncio.Future[dict[str, Any]] = loop.create_future()
         wait_s = (len(self.pending) // CALL_THREADS + 1) * limit_s  # a round of the limit per full set ahead
         self.pending[rid] = future

@@ -174,7 +174,8 @@ def test_fast_json_rendering_is_exactly_pythons() -> None:
     assert pretty_json(b'{"a": NaN}') == '{\n  "a": NaN\n}' and pretty_json(b"not json") is None
     # Floats that Python writes with an exponent though the body did not, and ints past 64 bits, in any position.
     for body in (b"[0.00001]", b'{"a": 10000000000000000.0}', b'{"a": [1, {"b": 123456789012345678901234}]}',
-                 b"-9223372036854775809", b"18446744073709551615", b'"caf\xc3\xa9 1e5"', b"\xff"):
+                 b"-9223372036854775809", b"18446744073709551615", b'"caf\xc3\xa9 1e5"', b"\xff", b"1e-7", b"2.5",
+                 b"[[[[1e20]]], {}]", b'{"a": {"b": [{"c": 1.5e-9}]}}'):
         expected = json.dumps(json.loads(body), indent=2, ensure_ascii=False) if body != b"\xff" else None
         assert pretty_json(body) == expected, body
 
