@@ -33,6 +33,7 @@ from awm_runtime.isolation import (
     scrubbed_env,
     stop_process,
 )
+from awm_runtime.verifiers._delta import numpy
 from awm_runtime.verifiers._direct import KeptSockets, code_digest, plan
 
 START_TIMEOUT_S = 60.0
@@ -86,6 +87,8 @@ class Sandbox:
         self.module = module
         self.unsafe = unsafe
         self.reuse = reuse
+        if reuse:
+            numpy()  # a final DB's changed pages are found with it: imported now, not on the event loop
         self.kept_bytes = kept_bytes
         self.kept_stats = KeptStats()
         self._proc: asyncio.subprocess.Process | None = None
