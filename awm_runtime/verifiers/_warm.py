@@ -103,6 +103,7 @@ class WarmPool:
         self.idle: OrderedDict[int, Worker] = OrderedDict()  # status_fd -> idle worker, least recently used first
         self.busy: dict[int, Worker] = {}  # status_fd -> worker running a job
         self._wids = count(1)
+        self.forked = False  # whether it ever forked a worker (the runtime may then note a job to one at any time)
 
     def _fork(self, code: str, memory_mb: int, cpu_s: int) -> tuple[Worker, socket.socket]:
         theirs, mine = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -111,6 +112,7 @@ class WarmPool:
             # Its whole life's CPU, as a backstop; each job's own limit is the watchdog's.
             serve(theirs.detach(), self.proxies, os.getppid(), self.unsafe, memory_mb, cpu_s * MAX_JOBS + 1)
         theirs.close()
+        self.forked = True
         with contextlib.suppress(OSError):
             mine.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SOCKET_BUFFER)
         pidfd = os.pidfd_open(pid)
@@ -144,9 +146,12 @@ class WarmPool:
         return True
 
     def _clock(self, worker: Worker, job: dict[str, Any]) -> None:
+        # A `run` noted by the runtime is read up to `NOTES_POLL_S` late: its clock starts when the runtime sent it
+        # (the monotonic clock is the machine's, the same in both processes), never later than now.
         now = time.monotonic()
+        started = min(now, float(job.get("started", now)))
         timeout = float(job["timeout_s"])
-        worker.job = _Child(worker.pid, int(job["id"]), now + timeout, now, timeout, int(job["cpu_s"]))
+        worker.job = _Child(worker.pid, int(job["id"]), started + timeout, started, timeout, int(job["cpu_s"]))
         worker.cpu_at_start = process_cpu_s(worker.pid) if job["cpu_s"] < timeout else 0.0  # only the watchdog needs it
         self.busy[worker.status_fd] = worker
 
