@@ -26,6 +26,7 @@ writes nothing to the server: the runtime tells the server when a job is over an
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
 import sqlite3
@@ -120,14 +121,17 @@ class BytesConnection(ReadOnlyConnection):
         if data is None and target not in ("", ":memory:") and not target.startswith("file::memory:"):
             raise sqlite3.OperationalError("unable to open database file")
         digest = _TEMPLATE_OF.get(target) if data is not None else None
+        shared = None
+        if digest is not None:
+            with contextlib.suppress(sqlite3.Error, MemoryError):  # no shared copy: a private one, as for any DB
+                shared = _shared(digest)
         # ReadOnlyConnection's settings, made once each here (its own __init__ sets an authorizer this one replaces:
         # a connection a verification opens costs ~40 us more than a bare one that way, twice a verification).
-        sqlite3.Connection.__init__(self, ":memory:" if digest is None else _shared(digest), timeout, detect_types,
-                                    isolation_level, check_same_thread, sqlite3.Connection, cached_statements,
-                                    digest is not None)
+        sqlite3.Connection.__init__(self, shared or ":memory:", timeout, detect_types, isolation_level,
+                                    check_same_thread, sqlite3.Connection, cached_statements, shared is not None)
         sqlite3.Connection.setlimit(self, sqlite3.SQLITE_LIMIT_ATTACHED, 0)
         if data is not None:
-            if digest is None:
+            if shared is None:
                 sqlite3.Connection.deserialize(self, data)
             sqlite3.Connection.execute(self, "PRAGMA query_only = 1")
         sqlite3.Connection.set_authorizer(self, _deny)

@@ -178,6 +178,29 @@ def test_a_template_opens_one_shared_copy_and_a_write_let_through_never_reaches_
             w._drop_shared(digest)
 
 
+def test_a_template_without_a_shared_copy_opens_a_private_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A shared copy that cannot be made (SQLite out of memory) is no verifier's fault: the job's connection opens
+    a private copy of the kept bytes instead, read-only as ever."""
+    from awm_runtime.verifiers import _warm_worker as w
+
+    def no_memory(digest: str) -> str:
+        raise sqlite3.OperationalError("out of memory")
+
+    monkeypatch.setattr(w, "_shared", no_memory)
+    template = db_bytes(tmp_path, [5], pad=2)
+    w._KEPT["d3"], w._DBS["/t/i.db"], w._TEMPLATE_OF["/t/i.db"] = template, template, "d3"
+    try:
+        conn = w.BytesConnection("/t/i.db")
+        assert [r[0] for r in conn.execute("SELECT a FROM t")] == [5]
+        with pytest.raises(sqlite3.OperationalError, match="readonly"):
+            conn.execute("DELETE FROM t")
+        conn.close()
+    finally:
+        w._DBS.clear()
+        w._TEMPLATE_OF.clear()
+        w._KEPT.clear()
+
+
 def test_a_forgotten_template_drops_its_shared_copy(tmp_path: Path) -> None:
     from awm_runtime.isolation import HEADER, encode
     from awm_runtime.verifiers import _warm_worker as w
