@@ -17,9 +17,10 @@ before any of the verifier's own code runs, and later children for the same code
 The server never parses verifier source itself.
 
 With `Sandbox(reuse=True)` a job given its DBs' bytes runs instead in a kept worker (`_warm`); the server forks and
-supervises those workers (`lease`, `run`, `done`, `kill` requests), but the job's bytes and result go straight
-between the runtime and the worker, on a socket it passed the runtime once (`--fds`: the runtime's descriptor
-socket).
+supervises those workers (`lease`, `kill` and a dirty `done` on stdin; `run` and a clean `done` as notes on the
+`--notes` pipe, read whenever the server wakes, before stdin, and every `NOTES_POLL_S` once it has forked a worker,
+never waking it), but the job's bytes and result go straight between the runtime and the worker, on a socket it
+passed the runtime once (`--fds`: the runtime's descriptor socket).
 """
 
 from __future__ import annotations

@@ -293,9 +293,9 @@ class Sandbox:
     async def _run_kept(self, proc: asyncio.subprocess.Process, job: dict[str, Any], data: dict[str, bytes | Kept],
                         wait_s: float, future: asyncio.Future[dict[str, Any]]) -> dict[str, Any]:
         """Run `job` in a kept worker: plan what its DBs send (a template by digest, a final DB as the pages where it
-        differs, `_direct.plan`); take an idle worker of its code this process holds (telling the server, which
-        starts the job's clock: `run`) or ask the server for a new one (`lease`); write the job to the worker's
-        socket, and await its result (or the server's word that it ended)."""
+        differs, `_direct.plan`); take an idle worker of its code this process holds (noting it for the server, whose
+        clock for the job starts now: `run`, `_note`) or ask the server for a new one (`lease`); write the job to the
+        worker's socket, and await its result (or the server's word that it ended)."""
         job_id = int(job["id"])
         sent = plan(data, self.kept_bytes, Kept)
         code = code_digest(job["code"])
