@@ -15,17 +15,31 @@ PAGE = 4096  # SQLite's default page size
 
 def changed_pages(base: bytes, data: bytes) -> list[int]:
     """The indices of `data`'s `PAGE`-byte pages that are not the same bytes in `base` (its last one may be
-    short; pages past `base`'s end are all changed)."""
+    short; pages past `base`'s end are all changed). The whole pages both have are compared in numpy, 8 bytes a
+    step (~10 us for a 176 KiB DB; a Python loop over page slices took ~40 us, a verification's largest cost in the
+    runtime)."""
     if base == data:  # a verification of an episode that changed nothing
         return []
-    changed: list[int] = []
+    np = numpy()
     common = min(len(base), len(data))
-    for index in range((len(data) + PAGE - 1) // PAGE):
-        lo = index * PAGE
-        hi = min(lo + PAGE, len(data))
+    whole = common // PAGE
+    words = whole * (PAGE // 8)
+    old = np.frombuffer(base, np.uint64, words).reshape(whole, PAGE // 8)
+    new = np.frombuffer(data, np.uint64, words).reshape(whole, PAGE // 8)
+    changed: list[int] = np.flatnonzero((old != new).any(axis=1)).tolist()
+    for index in range(whole, (len(data) + PAGE - 1) // PAGE):  # a short page both have, and pages past `base`
+        lo, hi = index * PAGE, min(index * PAGE + PAGE, len(data))
         if hi > common or base[lo:hi] != data[lo:hi]:
             changed.append(index)
     return changed
+
+
+def numpy() -> Any:
+    """numpy, imported on first use (~0.1 s: a runtime with kept verifier workers imports it when it makes its
+    `Sandbox`, not on its event loop; the worker, which only patches, never does)."""
+    import numpy as np
+
+    return np
 
 
 def page_bytes(data: bytes, pages: list[int]) -> list[memoryview]:
@@ -50,4 +64,4 @@ def patched(base: Any, length: int, pages: list[int], stream: Any, at: int) -> t
     return out, at
 
 
-__all__ = ["PAGE", "changed_pages", "page_bytes", "patched"]
+__all__ = ["PAGE", "changed_pages", "numpy", "page_bytes", "patched"]

@@ -2,7 +2,7 @@
 runtime and the worker, the verifier server only supervising (`_warm`).
 
 Per job the runtime plans what it sends (`plan`: templates by digest, a final DB as its changed pages), takes an
-idle worker of the job's code it holds (`KeptSockets.take`, telling the server `run`) or asks the server for a new
+idle worker of the job's code it holds (`KeptSockets.take`, noting `run` for the server) or asks the server for a new
 one (`lease`), and writes the job (`job_frame`, with the templates that worker lacks: `mirror`) to that worker's
 socket. The server passes a new worker's socket once, with its first lease (SCM_RIGHTS on the descriptor socket);
 `KeptSockets` keeps it, watched by the event loop, until it reads EOF there (the worker ended: killed, retired or

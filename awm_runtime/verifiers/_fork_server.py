@@ -17,9 +17,10 @@ before any of the verifier's own code runs, and later children for the same code
 The server never parses verifier source itself.
 
 With `Sandbox(reuse=True)` a job given its DBs' bytes runs instead in a kept worker (`_warm`); the server forks and
-supervises those workers (`lease`, `run`, `done`, `kill` requests), but the job's bytes and result go straight
-between the runtime and the worker, on a socket it passed the runtime once (`--fds`: the runtime's descriptor
-socket).
+supervises those workers (`lease`, `kill` and a dirty `done` on stdin; `run` and a clean `done` as notes on the
+`--notes` pipe, read whenever the server wakes, before stdin, and every `NOTES_POLL_S` once it has forked a worker,
+never waking it), but the job's bytes and result go straight between the runtime and the worker, on a socket it
+passed the runtime once (`--fds`: the runtime's descriptor socket).
 """
 
 from __future__ import annotations
@@ -61,6 +62,7 @@ from awm_runtime.verifiers._warm import WarmPool, keep_heap, widen_pipe
 
 CODE_MARK = b"C"  # a child's first frame holds its compiled code when it starts so; a result starts with "{"
 CODE_CACHE = 512  # compiled verifiers the server keeps, the least recently used dropped first
+NOTES_POLL_S = 0.1  # how often the server reads the notes pipe, once it has forked a kept worker
 
 
 def _readable(paths: Any) -> tuple[str, ...]:
@@ -121,8 +123,10 @@ def _compiled(job: dict[str, Any], out: int) -> CodeType:
 
 class Server:
     def __init__(self, in_fd: int, out_fd: int, *, max_children: int, parent: int, unsafe: bool = False,
-                 fds: socket.socket | None = None) -> None:
+                 fds: socket.socket | None = None, notes_fd: int | None = None) -> None:
         self.in_fd, self.out_fd, self.parent, self.unsafe = in_fd, out_fd, parent, unsafe
+        self.notes_fd = notes_fd  # the runtime's notes (`run`, clean `done`): read on waking, never waking it
+        self.notesbuf = bytearray()
         self.max_children = max_children
         self.proxies = module_proxies()
         self.sel = selectors.DefaultSelector()
@@ -140,15 +144,42 @@ class Server:
         if not data:
             return False
         self.inbuf += data
-        while len(self.inbuf) >= HEADER.size:
-            (size,) = HEADER.unpack_from(self.inbuf)
+        return self._requests(self.inbuf)
+
+    def _read_notes(self) -> None:
+        """Take what the runtime noted on the notes pipe since the last look (`run`, a clean `done`): before
+        anything else the server does on waking, so that every request on stdin, a worker's end and a deadline
+        are seen after the notes the runtime wrote before them."""
+        if self.notes_fd is None:
+            return
+        while True:
+            try:
+                data = os.read(self.notes_fd, 1 << 20)
+            except BlockingIOError:
+                break
+            if not data:  # the runtime is gone (this server dies with it)
+                self._close_notes()
+                break
+            self.notesbuf += data
+            self._requests(self.notesbuf)
+
+    def _close_notes(self) -> None:
+        """The runtime closed the notes pipe: nothing more comes on it."""
+        assert self.notes_fd is not None
+        os.close(self.notes_fd)
+        self.notes_fd = None
+
+    def _requests(self, buf: bytearray) -> bool:
+        """Handle the whole frames in `buf` (dropped from it); False on a frame too large to be one."""
+        while len(buf) >= HEADER.size:
+            (size,) = HEADER.unpack_from(buf)
             if size > MAX_FRAME:
                 return False
-            if len(self.inbuf) < HEADER.size + size:
+            if len(buf) < HEADER.size + size:
                 break
-            with memoryview(self.inbuf) as view:
+            with memoryview(buf) as view:
                 job: dict[str, Any] = decode(view[HEADER.size:HEADER.size + size])
-            del self.inbuf[:HEADER.size + size]
+            del buf[:HEADER.size + size]
             op = job.get("op")
             if op == "cancel":
                 self._cancel(int(job["id"]))
@@ -270,8 +301,12 @@ class Server:
                     self._spawn(job)
             warm = self.warm.check(time.monotonic())
             deadlines = [c.deadline for c in self.children.values()] + ([] if warm is None else [warm])
+            if self.notes_fd is not None and self.warm.forked:  # a kept worker's job may start unannounced
+                deadlines.append(time.monotonic() + NOTES_POLL_S)
             wait = min(deadlines, default=None)
-            for key, _ in self.sel.select(None if wait is None else max(0.0, wait - time.monotonic())):
+            events = self.sel.select(None if wait is None else max(0.0, wait - time.monotonic()))
+            self._read_notes()
+            for key, _ in events:
                 if key.fd == self.in_fd:
                     if not self._read_requests():
                         return
@@ -296,6 +331,7 @@ def main() -> None:
     parser.add_argument("--max-children", type=int, default=4)
     parser.add_argument("--unsafe", action="store_true")
     parser.add_argument("--fds", type=int, default=-1, help="a socket to pass kept workers' sockets to the runtime")
+    parser.add_argument("--notes", type=int, default=-1, help="a pipe the runtime notes kept workers' jobs on")
     args = parser.parse_args()
     die_with_parent(args.parent)
     yield_cpu()  # verifications run below the runtime's loop, which serves every episode
@@ -308,7 +344,11 @@ def main() -> None:
     import _strptime  # noqa: F401  datetime.strptime imports it lazily; the child may not be able to
 
     fds = socket.socket(fileno=args.fds) if args.fds >= 0 else None
-    server = Server(in_fd, out_fd, max_children=args.max_children, parent=args.parent, unsafe=args.unsafe, fds=fds)
+    notes = args.notes if args.notes >= 0 else None
+    if notes is not None:
+        os.set_blocking(notes, False)
+    server = Server(in_fd, out_fd, max_children=args.max_children, parent=args.parent, unsafe=args.unsafe, fds=fds,
+                    notes_fd=notes)
     # Without this a child's first full collection walks every inherited object, copying each page
     # it touches: ~25 ms of a verification's ~30 ms. Frozen objects are outside the collector's reach.
     gc.collect()

@@ -11,19 +11,25 @@ of a verification's CPU), and a job in a worker already there costs it no reply:
 1. a job of a code the runtime holds no idle worker for asks for one (`lease`: the job's id, its code's digest,
    its limits); the server forks a worker, starts the job's clock, passes the worker's end of a socketpair to the
    runtime over the runtime's descriptor socket (SCM_RIGHTS, once per worker), then answers `{id, wid, fd}`;
-2. a job of a code the runtime holds an idle worker for goes to it at once: the runtime tells the server
-   (`run`: the job's id, the worker, its limits; no reply), which starts the job's clock. If that worker ended
-   meanwhile, the server takes the `run` as a `lease` and the runtime sends the job to the new worker;
+2. a job of a code the runtime holds an idle worker for goes to it at once: the runtime notes it for the server
+   (`run`: the job's id, the worker, its limits, when it was sent; no reply) on the notes pipe, which the server
+   reads whenever it wakes, before anything else, and every `_fork_server.NOTES_POLL_S` once it has forked a
+   worker, but which never wakes it (issue 49: that wake-up was most of the server's CPU a verification). The
+   job's clock starts when the runtime sent it. If that worker ended meanwhile, the server takes the `run` as a
+   `lease` and the runtime sends the job to the new worker;
 3. the runtime writes the job (with the templates the worker lacks: the runtime mirrors what each worker holds,
    `_direct.mirror`) to the worker's socket, and reads its result there (with the job's id: a reply can only
    answer a job given to that worker);
-4. the runtime tells the server the job is over (`done`, before anything else it sends) and whether the worker is
-   clean (a value, or the verify function raising on its DB: it stays idle, held by the runtime for its next job
-   of that code) or not (anything else, or its `MAX_JOBS`-th job: the server kills it).
+4. the runtime tells the server the job is over (`done`) and whether the worker is clean (a value, or the verify
+   function raising on its DB: it stays idle, held by the runtime for its next job of that code; a note) or not
+   (anything else, or its `MAX_JOBS`-th job: the server kills it; on stdin, at once). The server reads the notes
+   before stdin, so it sees both in the order they were written.
 
 The worker writes nothing to the server; the server watches its pidfd, which is readable when it ends. The server
-keeps the guarantees per job it gives a forked child: the wall-clock timeout, the CPU seconds (a watchdog on the
-worker's CPU clock, every `CPU_POLL_S` while one runs), kill and replacement, cancellation. A job it ends
+keeps the guarantees per job it gives a forked child: the wall-clock timeout (a job noted is seen within
+`NOTES_POLL_S`, its deadline counted from when it was sent), the CPU seconds (a watchdog on the worker's CPU
+clock, every `CPU_POLL_S` while one runs, counted from when the server saw the job), kill and replacement,
+cancellation. A job it ends
 (timeout, CPU, cancelled, killed, the worker died) gets its reply from the server, with the same words as a
 fork's; the runtime takes whichever comes first of that and the worker's own result (as the server did when it
 relayed). The result's size bound is enforced by whoever reads the result: the runtime (`_direct`), which then has
@@ -103,6 +109,7 @@ class WarmPool:
         self.idle: OrderedDict[int, Worker] = OrderedDict()  # status_fd -> idle worker, least recently used first
         self.busy: dict[int, Worker] = {}  # status_fd -> worker running a job
         self._wids = count(1)
+        self.forked = False  # whether it ever forked a worker (the runtime may then note a job to one at any time)
 
     def _fork(self, code: str, memory_mb: int, cpu_s: int) -> tuple[Worker, socket.socket]:
         theirs, mine = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -111,6 +118,7 @@ class WarmPool:
             # Its whole life's CPU, as a backstop; each job's own limit is the watchdog's.
             serve(theirs.detach(), self.proxies, os.getppid(), self.unsafe, memory_mb, cpu_s * MAX_JOBS + 1)
         theirs.close()
+        self.forked = True
         with contextlib.suppress(OSError):
             mine.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SOCKET_BUFFER)
         pidfd = os.pidfd_open(pid)
@@ -144,9 +152,12 @@ class WarmPool:
         return True
 
     def _clock(self, worker: Worker, job: dict[str, Any]) -> None:
+        # A `run` noted by the runtime is read up to `NOTES_POLL_S` late: its clock starts when the runtime sent it
+        # (the monotonic clock is the machine's, the same in both processes), never later than now.
         now = time.monotonic()
+        started = min(now, float(job.get("started", now)))
         timeout = float(job["timeout_s"])
-        worker.job = _Child(worker.pid, int(job["id"]), now + timeout, now, timeout, int(job["cpu_s"]))
+        worker.job = _Child(worker.pid, int(job["id"]), started + timeout, started, timeout, int(job["cpu_s"]))
         worker.cpu_at_start = process_cpu_s(worker.pid) if job["cpu_s"] < timeout else 0.0  # only the watchdog needs it
         self.busy[worker.status_fd] = worker
 

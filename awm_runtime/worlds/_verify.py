@@ -107,19 +107,15 @@ REUSE_MAX_BYTES = 2 * INLINE_COPY_BYTES
 KEPT_DEFINITIONS = 256  # verifier definitions (code, a few KiB each) a Verifier keeps from its last reads
 
 
-def _read(path: Path, size: int) -> bytes:
-    """A file's bytes, `size` expected: one read (a buffered `read_bytes` makes five system calls more)."""
-    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    try:
-        data = os.read(fd, size + 1)
-        if len(data) <= size:  # a regular file reads short only at its end
-            return data
-        chunks = [data]
-        while chunk := os.read(fd, 1 << 20):  # it grew since its size was read
-            chunks.append(chunk)
-        return b"".join(chunks)
-    finally:
-        os.close(fd)
+def _read(fd: int, size: int) -> bytes:
+    """An open file's bytes, `size` expected: one read (a buffered `read_bytes` makes five system calls more)."""
+    data = os.read(fd, size + 1)
+    if len(data) <= size:  # a regular file reads short only at its end
+        return data
+    chunks = [data]
+    while chunk := os.read(fd, 1 << 20):  # it grew since its size was read
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 def _status(st: os.stat_result) -> tuple[int, ...]:
@@ -150,9 +146,15 @@ class Verifier:
         INLINE_COPY_BYTES), and a read is what the snapshot it replaces costs. The initial DB is a template,
         the same for every episode of a scenario: its bytes are read (and hashed: the sandbox sends them once
         per kept worker, by that digest) again only when its status moved."""
-        initial, final = os.stat(initial_db), os.stat(final_db)
-        if initial.st_size + final.st_size > REUSE_MAX_BYTES:
-            return None
+        initial = os.stat(initial_db)
+        fd = os.open(final_db, os.O_RDONLY | os.O_CLOEXEC)  # its size from the open file: one path walk, not two
+        try:
+            size = os.fstat(fd).st_size
+            if initial.st_size + size > REUSE_MAX_BYTES:
+                return None
+            final = _read(fd, size)
+        finally:
+            os.close(fd)
         key, status = str(initial_db), _status(initial)
         kept = self._initial.get(key)
         if kept is None or kept[0] != status:
@@ -161,7 +163,7 @@ class Verifier:
             while len(self._initial) > KEPT_INITIAL:
                 self._initial.popitem(last=False)
         self._initial.move_to_end(key)
-        return {key: kept[1], str(final_db): _read(final_db, final.st_size)}
+        return {key: kept[1], str(final_db): final}
 
     def definition(self, scenario_id: str, task_idx: int, mode: VerifierMode | None = None) -> VerifierDef | None:
         """The task's verifier in `mode` (None: it has none), read from its row, or kept from the last reads

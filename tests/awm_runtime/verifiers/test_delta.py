@@ -44,3 +44,16 @@ def test_a_page_outside_the_db_or_its_frame_is_refused() -> None:
         patched(b"a" * PAGE, PAGE, [1], memoryview(b"b" * PAGE), 0)
     with pytest.raises(ValueError, match="outside"):
         patched(b"a" * PAGE, PAGE, [0], memoryview(b"b" * 10), 0)
+
+
+@settings(max_examples=200, deadline=None)
+@given(base=st.binary(max_size=4 * PAGE + 9), edits=st.lists(st.tuples(st.integers(0, 5 * PAGE), st.integers(0, 255)),
+       max_size=5), length=st.integers(0, 5 * PAGE + 9))
+def test_exactly_the_pages_that_differ_are_found(base: bytes, edits: list[tuple[int, int]], length: int) -> None:
+    data = bytearray((base * 2)[:length].ljust(length, b"\x07"))
+    for at, value in edits:
+        if at < length:
+            data[at] = value
+    spans = [(i * PAGE, min(i * PAGE + PAGE, length)) for i in range((length + PAGE - 1) // PAGE)]
+    expected = [i for i, (lo, hi) in enumerate(spans) if hi > len(base) or base[lo:hi] != data[lo:hi]]
+    assert changed_pages(base, bytes(data)) == expected

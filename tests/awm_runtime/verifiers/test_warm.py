@@ -274,3 +274,78 @@ async def test_a_job_sent_to_an_idle_worker_that_has_just_ended_goes_to_a_new_on
     time.sleep(0.5)  # noqa: ASYNC251  the server reaps it; this loop must not turn (it still holds the worker)
     assert (await verify(kept, COUNT, data)).value == {"result": "complete", "n": 3}
     assert len(workers(kept)) == 1 and pid not in workers(kept)
+
+
+HANG_ON_3 = ("import sqlite3\n"
+             "def verify_x(final_db_path, initial_db_path, final_answer=''):\n"
+             "    n = sqlite3.connect(final_db_path).execute('SELECT count(*) FROM t').fetchone()[0]\n"
+             "    while n == 3:\n"
+             "        pass\n"
+             "    return {'result': 'complete', 'n': n}\n")
+
+
+@pytest.mark.parametrize(("cpu_s", "timeout_s", "expected"), [
+    (None, 1.0, "verifier timed out after 1s"),
+    (1, 30.0, "verifier exceeded its CPU limit (1s)"),
+])
+async def test_a_job_given_to_an_idle_worker_keeps_its_clock_and_cpu_watchdog(
+        kept: Sandbox, tmp_path: Path, cpu_s: float | None, timeout_s: float, expected: str) -> None:
+    """A job sent straight to an idle worker is only noted to the server (`run` on the notes pipe, read when it
+    next looks): its timeout and CPU limit still hold, with the same words, and the worker is replaced."""
+    assert (await verify(kept, HANG_ON_3, db_bytes(2, tmp_path))).value == {"result": "complete", "n": 2}
+    (pid,) = workers(kept)
+    hung = await verify(kept, HANG_ON_3, db_bytes(3, tmp_path), timeout_s=timeout_s, cpu_s=cpu_s)
+    assert hung.error == expected and hung.fault == "sandbox", hung
+    assert await settled(kept, set()) and not _exists(f"/proc/{pid}")
+    assert (await verify(kept, HANG_ON_3, db_bytes(4, tmp_path))).value == {"result": "complete", "n": 4}
+
+
+async def test_a_job_given_to_an_idle_worker_and_cancelled_leaves_no_process(kept: Sandbox, tmp_path: Path) -> None:
+    assert (await verify(kept, HANG_ON_3, db_bytes(2, tmp_path))).value is not None
+    (pid,) = workers(kept)
+    task = asyncio.ensure_future(verify(kept, HANG_ON_3, db_bytes(3, tmp_path), timeout_s=60))
+    await asyncio.sleep(0.3)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert await settled(kept, set()) and not _exists(f"/proc/{pid}")
+    assert (await verify(kept, HANG_ON_3, db_bytes(1, tmp_path))).value == {"result": "complete", "n": 1}
+
+
+def _wakeups(pid: int) -> int:
+    with open(f"/proc/{pid}/status", encoding="ascii") as fh:
+        return next(int(line.split()[1]) for line in fh if line.startswith("voluntary_ctxt_switches"))
+
+
+async def test_jobs_in_a_kept_worker_do_not_wake_the_server(kept: Sandbox, tmp_path: Path) -> None:
+    """The server learns of a kept worker's jobs from notes it reads when it looks (every `NOTES_POLL_S`), not from
+    a request that wakes it for each: it wakes at most once a poll, not once a job."""
+    from awm_runtime.verifiers._fork_server import NOTES_POLL_S
+
+    data = db_bytes(2, tmp_path)
+    assert (await verify(kept, COUNT, data)).value is not None
+    server = kept.served_by()[0]
+    jobs, before, started = 200, _wakeups(server), time.monotonic()
+    for _ in range(jobs):
+        assert (await verify(kept, COUNT, data)).value == {"result": "complete", "n": 2}
+    polls = (time.monotonic() - started) / NOTES_POLL_S + 1
+    assert _wakeups(server) - before <= polls + 5  # it was once a job (200 here), whatever the time they took
+
+
+async def test_a_full_notes_pipe_sends_every_later_note_on_stdin_in_order(kept: Sandbox, tmp_path: Path) -> None:
+    """Notes the server has not read yet fill the pipe: that note and every later one go on the server's stdin
+    (read after the notes already in the pipe), and jobs go on as before."""
+    from awm_runtime.isolation import encode
+
+    data = db_bytes(2, tmp_path)
+    assert (await verify(kept, COUNT, data)).value is not None
+    idle = workers(kept)
+    nothing = encode({"op": "done", "id": -1, "clean": True})  # no job of the server's: changes nothing
+    for _ in range(1 << 20):
+        kept._note(nothing)
+        if kept._notes_full:
+            break
+    assert kept._notes_full
+    for n in (1, 2, 3):
+        assert (await verify(kept, COUNT, db_bytes(n, tmp_path))).value == {"result": "complete", "n": n}
+    assert workers(kept) == idle  # the same worker, kept idle between its jobs as before

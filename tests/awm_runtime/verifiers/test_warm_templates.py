@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import socket
 import sqlite3
 from collections.abc import AsyncIterator
 from itertools import count
@@ -119,8 +120,8 @@ async def test_a_verifier_that_tampers_with_its_template_copy_changes_nothing_th
 
 
 async def test_a_job_opens_a_copy_of_the_kept_bytes(tmp_path: Path) -> None:
-    """In a worker, a template's connection is a copy of the kept bytes (`deserialize` copies): a write to it,
-    were one let through, would never reach the bytes the next job opens."""
+    """In a worker, a job DB that is not a template opens a copy of its bytes (`deserialize` copies): a write to
+    it, were one let through, would never reach the bytes the next job opens."""
     from awm_runtime.verifiers import _warm_worker
 
     template = db_bytes(tmp_path, [1, 2], pad=4)
@@ -137,6 +138,89 @@ async def test_a_job_opens_a_copy_of_the_kept_bytes(tmp_path: Path) -> None:
         assert _warm_worker._DBS["/t/i.db"] == template
     finally:
         _warm_worker._DBS.clear()
+
+
+def test_a_template_opens_one_shared_copy_and_a_write_let_through_never_reaches_a_later_job(tmp_path: Path) -> None:
+    """A template's connections open the worker's one shared in-memory copy (its schema read once); were a write
+    let through, the copy is dropped after the job (`check_shared`) and the next job opens a new one made from the
+    kept bytes."""
+    from awm_runtime.verifiers import _warm_worker as w
+
+    template = db_bytes(tmp_path, [1, 2], pad=4)
+    w._KEPT["d1"], w._DBS["/t/i.db"], w._TEMPLATE_OF["/t/i.db"] = template, template, "d1"
+    try:
+        first, second = w.BytesConnection("/t/i.db"), w.BytesConnection("/t/i.db")
+        assert len(w._SHARED) == 1
+        for conn in (first, second):
+            assert [r[0] for r in conn.execute("SELECT a FROM t ORDER BY a")] == [1, 2]
+            with pytest.raises(sqlite3.OperationalError, match="readonly"):
+                conn.execute("DELETE FROM t")
+            with pytest.raises(sqlite3.DatabaseError, match="not authorized"):
+                conn.deserialize(template)  # it attaches: refused, as on any connection in a worker
+        w.check_shared(["d1"])
+        assert len(w._SHARED) == 1  # nothing written: the copy stays for the next job
+        sqlite3.Connection.set_authorizer(first, None)  # what no verifier can do: lift the refusals
+        sqlite3.Connection.execute(first, "PRAGMA query_only = 0")
+        sqlite3.Connection.execute(first, "DELETE FROM t")
+        sqlite3.Connection.commit(first)
+        assert [r[0] for r in second.execute("SELECT a FROM t")] == []  # the same copy: shared
+        w.check_shared(["d1"])
+        assert w._SHARED == {}
+        fresh = w.BytesConnection("/t/i.db")
+        assert [r[0] for r in fresh.execute("SELECT a FROM t ORDER BY a")] == [1, 2]
+        for conn in (first, second, fresh):
+            conn.close()
+    finally:
+        w._DBS.clear()
+        w._TEMPLATE_OF.clear()
+        w._KEPT.clear()
+        for digest in list(w._SHARED):
+            w._drop_shared(digest)
+
+
+def test_a_template_without_a_shared_copy_opens_a_private_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A shared copy that cannot be made (SQLite out of memory) is no verifier's fault: the job's connection opens
+    a private copy of the kept bytes instead, read-only as ever."""
+    from awm_runtime.verifiers import _warm_worker as w
+
+    def no_memory(digest: str) -> str:
+        raise sqlite3.OperationalError("out of memory")
+
+    monkeypatch.setattr(w, "_shared", no_memory)
+    template = db_bytes(tmp_path, [5], pad=2)
+    w._KEPT["d3"], w._DBS["/t/i.db"], w._TEMPLATE_OF["/t/i.db"] = template, template, "d3"
+    try:
+        conn = w.BytesConnection("/t/i.db")
+        assert [r[0] for r in conn.execute("SELECT a FROM t")] == [5]
+        with pytest.raises(sqlite3.OperationalError, match="readonly"):
+            conn.execute("DELETE FROM t")
+        conn.close()
+    finally:
+        w._DBS.clear()
+        w._TEMPLATE_OF.clear()
+        w._KEPT.clear()
+
+
+def test_a_forgotten_template_drops_its_shared_copy(tmp_path: Path) -> None:
+    from awm_runtime.isolation import HEADER, encode
+    from awm_runtime.verifiers import _warm_worker as w
+
+    template = db_bytes(tmp_path, [3], pad=2)
+    w._KEPT["d2"], w._DBS["/t/i.db"], w._TEMPLATE_OF["/t/i.db"] = template, template, "d2"
+    a, b = socket.socketpair()
+    try:
+        w.BytesConnection("/t/i.db").close()
+        assert "d2" in w._SHARED
+        body = encode({"id": 1, "forget": ["d2"], "blob_paths": [], "blob_sizes": []})
+        a.sendall(HEADER.pack(len(body) + 1) + b"B" + body)
+        job = w._read_job(b.fileno())
+        assert job is not None and job["dbs"] == {} and "d2" not in w._KEPT and w._SHARED == {}
+    finally:
+        a.close()
+        b.close()
+        w._DBS.clear()
+        w._TEMPLATE_OF.clear()
+        w._KEPT.clear()
 
 
 async def test_the_least_recently_used_template_is_dropped_past_the_bound(tmp_path: Path) -> None:

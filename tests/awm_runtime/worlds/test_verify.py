@@ -3,6 +3,7 @@ verifier's value makes, and SQL mode without a judge or with one over real HTTP 
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -136,4 +137,8 @@ def test_a_final_db_is_read_whole_whatever_size_was_expected(tmp_path: Path, siz
     data = bytes(range(256)) * 64
     path = tmp_path / "final.db"
     path.write_bytes(data)
-    assert _read(path, size) == data
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        assert _read(fd, size) == data
+    finally:
+        os.close(fd)
