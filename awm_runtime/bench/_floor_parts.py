@@ -69,15 +69,23 @@ async def interleaved_us(n: int, *sides: Side, block: int = BLOCK) -> list[tuple
     """CPU microseconds per call of each side, as `per_call_us` gives them, each side running `n` calls in turns of
     `block`: side 0's first block, side 1's, ..., then each side's second block. A shared VM's speed drifts within
     seconds (one floor moved 694-1,141 us between repeats of one invocation); sides measured one after another
-    take different shares of that drift, sides in turns take the same."""
-    totals = [[0.0, 0.0] for _ in sides]
+    take different shares of that drift, sides in turns take the same.
+
+    At most one side has a `world`: its processes do nothing for the other sides, so their CPU is read once, before
+    the first turn and after the last (the kernel gives another process's CPU in 10 ms ticks: read at every turn,
+    the tick's error would add up over the turns, ~80 us a call at 300 verifications)."""
+    worlds = [side.world for side in sides if side.world is not None]
+    if len(worlds) > 1:
+        raise ValueError("at most one side of a comparison may count a world's processes")
+    there = world_cpu_s(worlds[0]) if worlds else 0.0
+    here = [0.0 for _ in sides]
     for start in range(0, n, block):
         calls = range(start, min(n, start + block))
-        for total, side in zip(totals, sides, strict=True):
-            here, there = await _cpu_s(calls, side.one, side.world, side.settle_s)
-            total[0] += here
-            total[1] += there
-    return [(here / max(1, n) * 1e6, there / max(1, n) * 1e6) for here, there in totals]
+        for k, side in enumerate(sides):
+            here[k] += (await _cpu_s(calls, side.one, None, side.settle_s))[0]
+    there = world_cpu_s(worlds[0]) - there if worlds else 0.0
+    return [(mine / max(1, n) * 1e6, (there if side.world is not None else 0.0) / max(1, n) * 1e6)
+            for mine, side in zip(here, sides, strict=True)]
 
 
 async def _cpu_s(calls: range, one: Callable[[int], Awaitable[Any]], world: Any,

@@ -77,3 +77,24 @@ def test_injected_cpu_moves_the_ratios_of_its_paths_by_its_share(baseline: dict[
     assert abs(injected["model_call"]["ratio"] - baseline["model_call"]["ratio"]) < 0.5 * share
     # Four injections an episode; two of them stand above what two small runs' episodes differ by on a busy machine.
     assert injected["episode"]["cost_us"] > baseline["episode"]["cost_us"] + 2 * inject
+
+
+def test_cost_and_floor_run_in_turns_and_only_one_side_counts_a_world() -> None:
+    from awm_runtime.bench._floor_parts import Side, interleaved_us
+
+    order: list[str] = []
+
+    def side(name: str) -> Any:
+        async def one(i: int) -> None:
+            order.append(f"{name}{i}")
+        return one
+
+    figures = asyncio.run(interleaved_us(5, Side(side("a")), Side(side("b")), block=2))
+    assert order == ["a0", "a1", "b0", "b1", "a2", "a3", "b2", "b3", "a4", "b4"]
+    assert len(figures) == 2 and all(there == 0.0 for _, there in figures)
+
+    class World:  # two sides that both count one world's processes would count its CPU twice
+        pass
+
+    with pytest.raises(ValueError, match="at most one side"):
+        asyncio.run(interleaved_us(1, Side(side("a"), World()), Side(side("b"), World())))
