@@ -41,8 +41,8 @@ from awm_runtime.worlds._session import AwmSession, Prepared
 from awm_runtime.worlds._templates import INLINE_COPY_BYTES, clone_checked, read_template, write_new
 from awm_runtime.worlds._verify import Verifier
 from awm_runtime.worlds._workdir import TEMPLATES, default_workdir
-from awm_runtime.worlds._world_worker import EPISODES
 from awm_runtime.worlds._world_worker_pool import LoadSpec, WorldWorkerPool
+from awm_runtime.worlds._world_worker_serve import EPISODES
 
 log = get_logger("awm_runtime.worlds")
 

@@ -19,7 +19,7 @@ from awm_runtime._log import get_logger
 from awm_runtime.isolation import FrameError, Frames, encode
 from awm_runtime.worlds._host import IDLE_CONNECTIONS, SPARE_FILES
 from awm_runtime.worlds._options import PoolOptions
-from awm_runtime.worlds._world_worker import CALL_THREADS
+from awm_runtime.worlds._world_worker_serve import CALL_THREADS
 from awm_runtime.worlds._world_zygote import Zygote, exit_text, reap_later
 
 log = get_logger("awm_runtime.worlds")

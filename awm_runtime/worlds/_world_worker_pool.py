@@ -34,8 +34,8 @@ from typing import Any
 from awm_runtime._errors import WorldError
 from awm_runtime._log import get_logger
 from awm_runtime.worlds._options import PoolOptions
-from awm_runtime.worlds._world_worker import EPISODES
 from awm_runtime.worlds._world_worker_handle import Collateral, Gone, WorldWorker
+from awm_runtime.worlds._world_worker_serve import EPISODES
 from awm_runtime.worlds._world_zygote import Zygote, reap_later
 
 log = get_logger("awm_runtime.worlds")

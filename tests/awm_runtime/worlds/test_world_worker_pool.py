@@ -15,7 +15,7 @@ from awm_runtime._build import build_shaper
 from awm_runtime.episode import EpisodeLimits, Harness
 from awm_runtime.worlds import WorldOptions, load_worlds
 from awm_runtime.worlds._host import SWEEP_S
-from awm_runtime.worlds._world_worker import CALL_THREADS
+from awm_runtime.worlds._world_worker_serve import CALL_THREADS
 from tests.awm_runtime.isolation.conftest import assert_below_the_runtime
 from tests.conftest import ScriptedPolicy
 
