@@ -41,6 +41,13 @@ def _number(v: Any) -> bool:
     return type(v) is int or type(v) is float
 
 
+def _length_check(sized: type, bound: int, *, at_least: bool) -> Check:
+    """A length bound on values of type `sized` (others pass: the keyword does not apply to them)."""
+    if at_least:
+        return lambda v: type(v) is not sized or len(v) >= bound
+    return lambda v: type(v) is not sized or len(v) <= bound
+
+
 def _value_check(schema: Any) -> Check | None:
     """A predicate for one property's schema, or None when the schema is beyond the plain subset."""
     if schema is True or schema == {}:
@@ -74,18 +81,11 @@ def _value_check(schema: Any) -> Check | None:
             if not _number(schema[key]):
                 return None
             checks.append(ok(schema[key]))
-    for key, ok in (("minLength", lambda n: lambda v: type(v) is not str or len(v) >= n),
-                    ("maxLength", lambda n: lambda v: type(v) is not str or len(v) <= n)):
+    for key, sized in (("minLength", str), ("maxLength", str), ("minItems", list), ("maxItems", list)):
         if key in schema:
             if type(schema[key]) is not int:
                 return None
-            checks.append(ok(schema[key]))
-    for key, ok in (("minItems", lambda n: lambda v: type(v) is not list or len(v) >= n),
-                    ("maxItems", lambda n: lambda v: type(v) is not list or len(v) <= n)):
-        if key in schema:
-            if type(schema[key]) is not int:
-                return None
-            checks.append(ok(schema[key]))
+            checks.append(_length_check(sized, schema[key], at_least=key.startswith("min")))
     if "pattern" in schema:
         try:
             search = re.compile(schema["pattern"]).search  # jsonschema's own test: re.search(pattern, value)

@@ -307,12 +307,13 @@ def test_where_calls_run_in_place_the_last_call_thread_ends_too_once_idle() -> N
     assert threads.threads == 1
 
 
-# Run in a process of its own: it uses up the process's descriptors.
-_NO_DESCRIPTORS = """
+# Each runs in a process of its own, which it leaves short of descriptors or memory: a call that sleeps holds a thread
+# (its sleep lets permits out), `exhaust` takes what another thread would need, three calls are sent behind it.
+_SHORT_OF = """
 import json, os, resource, threading, time
 from awm_runtime.worlds._call_threads import CallThreads
 
-answered = {}
+answered = {{}}
 done = threading.Semaphore(0)
 
 def handle(job, loop):
@@ -322,74 +323,55 @@ def handle(job, loop):
     done.release()
 
 def refuse(job, exc):
-    answered[job[0]] = f"refused: {exc.strerror}"
+    answered[job[0]] = f"refused: {{getattr(exc, 'strerror', None) or exc}}"
     done.release()
 
 resource.setrlimit(resource.RLIMIT_NOFILE, (256, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
 threads = CallThreads(handle, 32, refuse=refuse, window_s=0.02)
-threads.submit(("sleeper", lambda: time.sleep(1.0)))  # its thread has its loop; its sleep lets permits out
+threads.submit(("sleeper", lambda: time.sleep(1.0)))
 time.sleep(0.1)
+{exhaust}
+for i in range(3):
+    threads.submit((f"behind{{i}}", lambda: None))
+for _ in range(4):
+    assert done.acquire(timeout=10), f"a call was never answered: {{answered}}"
+print(json.dumps([answered, threads.refused, threads.threads]))
+"""
+NO_DESCRIPTORS = """
 leaked = []
 try:
     while True:
         leaked.append(os.dup(0))
 except OSError:
     pass
-for i in range(3):
-    threads.submit((f"behind{i}", lambda: None))
-for _ in range(4):
-    assert done.acquire(timeout=10), f"a call was never answered: {answered}"
-print(json.dumps([answered, threads.refused, threads.threads]))
 """
+NO_STACK = """
+with open("/proc/self/statm") as f:
+    size = int(f.read().split()[0]) * resource.getpagesize()
+resource.setrlimit(resource.RLIMIT_AS, (size + (4 << 20), resource.RLIM_INFINITY))
+"""
+
+
+def _short_of(exhaust: str) -> list[Any]:
+    out = subprocess.run([sys.executable, "-c", _SHORT_OF.format(exhaust=exhaust)], capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 0, out.stderr
+    answered: list[Any] = json.loads(out.stdout)
+    return answered
 
 
 def test_a_thread_that_cannot_make_its_event_loop_refuses_its_call_instead_of_leaving_it_queued() -> None:
     """Issue 49: scenario code that used up its worker's descriptors left a new call thread unable to make its event
     loop; the thread died holding its permit, and the calls queued behind a running call waited until their
     timeout. Each is answered now, by `refuse`, and the running call ends as it would."""
-    out = subprocess.run([sys.executable, "-c", _NO_DESCRIPTORS], capture_output=True, text=True, timeout=60)
-    assert out.returncode == 0, out.stderr
     refused = "refused: Too many open files"
-    assert json.loads(out.stdout) == [{"sleeper": "ran", "behind0": refused, "behind1": refused, "behind2": refused},
-                                      3, 1]
-
-
-_NO_THREADS = """
-import json, resource, threading, time
-from awm_runtime.worlds._call_threads import CallThreads
-
-answered = {}
-done = threading.Semaphore(0)
-
-def handle(job, loop):
-    name, work = job
-    work()
-    answered[name] = "ran"
-    done.release()
-
-def refuse(job, exc):
-    answered[job[0]] = f"refused: {exc}"
-    done.release()
-
-threads = CallThreads(handle, 32, refuse=refuse, window_s=0.02)
-threads.submit(("sleeper", lambda: time.sleep(1.0)))  # its thread has its stack; its sleep lets permits out
-time.sleep(0.1)
-with open("/proc/self/statm") as f:
-    size = int(f.read().split()[0]) * resource.getpagesize()
-resource.setrlimit(resource.RLIMIT_AS, (size + (4 << 20), resource.RLIM_INFINITY))  # no room for another stack
-for i in range(3):
-    threads.submit((f"behind{i}", lambda: None))
-for _ in range(4):
-    assert done.acquire(timeout=10), f"a call was never answered: {answered}"
-print(json.dumps([answered, threads.refused, threads.threads]))
-"""
+    assert _short_of(NO_DESCRIPTORS) == [{"sleeper": "ran", "behind0": refused, "behind1": refused,
+                                          "behind2": refused}, 3, 1]
 
 
 def test_when_no_thread_can_be_started_the_calls_behind_are_refused_instead_of_left_queued() -> None:
     """Scenario code that keeps threads can leave no memory for another call thread's stack: the calls queued behind
     a running call are answered by `refuse` (the thread's start raises), not left waiting for their timeout."""
-    out = subprocess.run([sys.executable, "-c", _NO_THREADS], capture_output=True, text=True, timeout=60)
-    assert out.returncode == 0, out.stderr
     refused = "refused: can't start new thread"
-    assert json.loads(out.stdout) == [{"sleeper": "ran", "behind0": refused, "behind1": refused, "behind2": refused},
-                                      3, 1]
+    assert _short_of(NO_STACK) == [{"sleeper": "ran", "behind0": refused, "behind1": refused, "behind2": refused},
+                                   3, 1]
