@@ -41,7 +41,7 @@ def _number(v: Any) -> bool:
     return type(v) is int or type(v) is float
 
 
-def _length_check(sized: type, bound: int, *, at_least: bool) -> Check:
+def _length_check(sized: type[str] | type[list[Any]], bound: int, *, at_least: bool) -> Check:
     """A length bound on values of type `sized` (others pass: the keyword does not apply to them)."""
     if at_least:
         return lambda v: type(v) is not sized or len(v) >= bound
