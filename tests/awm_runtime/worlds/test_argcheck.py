@@ -60,7 +60,7 @@ def _schema(draw: st.DrawFn) -> dict[str, Any]:
     return schema
 
 
-@settings(max_examples=1500, deadline=None)
+@settings(max_examples=500, deadline=None)
 @given(schema=_schema(), arguments=st.one_of(
     st.dictionaries(st.sampled_from(["a", "b", "c", "d", "e"]), _VALUES, max_size=5), _VALUES))
 def test_plain_valid_is_jsonschema_valid(schema: dict[str, Any], arguments: Any) -> None:
