@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import hashlib
 import socket
 from collections import OrderedDict
@@ -35,8 +36,10 @@ BLOBS_MARK = b"B"  # a job frame: MARK, its JSON's size, the JSON, then the DBs'
 MAX_PARTS = 256  # changed pages sent as parts of one write; more are joined first
 
 
+@functools.lru_cache(maxsize=1024)
 def code_digest(code: str) -> str:
-    """The name the server keeps a verifier's workers under (it never sees, nor needs, the source)."""
+    """The name the server keeps a verifier's workers under (it never sees, nor needs, the source); the last
+    1,024 codes' kept (a batch verifies the same few codes again and again)."""
     return hashlib.blake2b(code.encode(), digest_size=16).hexdigest()
 
 
