@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import hashlib
 import socket
 from collections import OrderedDict
@@ -35,8 +36,10 @@ BLOBS_MARK = b"B"  # a job frame: MARK, its JSON's size, the JSON, then the DBs'
 MAX_PARTS = 256  # changed pages sent as parts of one write; more are joined first
 
 
+@functools.lru_cache(maxsize=1024)
 def code_digest(code: str) -> str:
-    """The name the server keeps a verifier's workers under (it never sees, nor needs, the source)."""
+    """The name the server keeps a verifier's workers under (it never sees, nor needs, the source); the last
+    1,024 codes' kept (a batch verifies the same few codes again and again)."""
     return hashlib.blake2b(code.encode(), digest_size=16).hexdigest()
 
 
@@ -54,8 +57,10 @@ class Plan:
 
 def plan(data: dict[str, Any], kept_bytes: int, kept_type: type) -> Plan:
     """How `data` (path -> bytes, or a `kept_type` template with `digest` and `data`) travels: each template within
-    `kept_bytes` by its digest; another DB larger than a page, beside a template, as its pages that differ from it
-    (`_delta`), unless more than half of them do; everything else whole."""
+    `kept_bytes` by its digest; another DB that is the very bytes of a template beside it by that template's digest
+    too (the worker opens it as its shared read-only copy of the template: no copy, no schema parsed again); another
+    DB larger than a page, beside a template, as its pages that differ from it (`_delta`), unless more than half of
+    them do; everything else whole."""
     out = Plan()
     base: Any = None
     for path, value in data.items():
@@ -64,6 +69,10 @@ def plan(data: dict[str, Any], kept_bytes: int, kept_type: type) -> Plan:
             continue
         out.kept[path], base = value.digest, value  # type: ignore[attr-defined]
         out.templates[value.digest] = value.data  # type: ignore[attr-defined]
+    for path in [p for p, v in out.whole.items() if base is not None and len(v) == len(base.data)]:
+        if out.whole[path] == base.data:  # an episode that changed nothing: its DB opens as the template
+            del out.whole[path]
+            out.kept[path] = base.digest
     for path in [p for p, v in out.whole.items() if base is not None and len(v) > PAGE]:
         changed = changed_pages(base.data, out.whole[path])
         if 2 * len(changed) * PAGE < len(out.whole[path]):  # else it goes whole

@@ -111,6 +111,9 @@ class Sandbox:
         return self._proc.pid if self._proc is not None and self._proc.returncode is None else None
 
     async def _ensure(self) -> asyncio.subprocess.Process:
+        proc = self._proc
+        if proc is not None and proc.returncode is None and not self._start_lock.locked():  # the server is up
+            return proc
         async with self._start_lock:
             if self._proc is not None and self._proc.returncode is None:
                 return self._proc

@@ -17,7 +17,9 @@ bytes on first use, its schema parsed once, where a private copy parsed it again
 of ~170 us a connection, a third of a verification), read-only like any job DB. Were a write ever let through,
 SQLite's `data_version` of the copy moves: the worker checks it after each job that used it and drops a moved copy
 (the next one is made again from the bytes), so no later job sees it. A worker serves one verifier code, so such a
-copy is only ever shared between runs of that code. Any other DB opens a private copy (`deserialize`).
+copy is only ever shared between runs of that code. A final DB the runtime names by a template's digest (the
+very bytes of the template: an episode that changed nothing) opens that copy too. Any other DB opens a private copy
+(`deserialize`).
 
 Jobs come from the runtime on the socket (`_direct.job_frame`), one at a time, each leased to this worker by the
 server; each result goes back on the same socket as a JSON frame (`_outcome.result_frame`) with the job's id. It

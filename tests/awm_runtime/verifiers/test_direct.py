@@ -60,6 +60,40 @@ def test_a_job_frame_reads_back_as_the_same_dbs_in_the_worker(tmp_path: Path, ma
                                                            "/e/x.db": b"small"}
 
 
+def test_a_db_that_is_its_template_goes_by_the_templates_digest_and_opens_as_the_template(tmp_path: Path) -> None:
+    """An episode that changed nothing: its final DB is named by the template's digest (no bytes, no pages in the
+    frame) and the worker opens it as the template (`templates`: its shared read-only copy)."""
+    template = db(tmp_path, "i.db", 40)
+    data: dict[str, Any] = {"/t/i.db": Kept("d" * 32, template), "/e/f.db": bytes(template)}
+    sent = plan(data, 32 << 20, Kept)
+    assert sent.kept == {"/t/i.db": "d" * 32, "/e/f.db": "d" * 32}
+    assert (sent.whole, sent.deltas, sent.pages) == ({}, [], [])
+    parts = job_frame({"id": 3, "code": "", "function": "f", "kwargs": {}}, sent, {"keep": [], "forget": []})
+    assert len(parts) == 1  # the JSON only: the worker holds the template
+    a, b = socket.socketpair()
+    try:
+        _KEPT.clear()
+        _KEPT["d" * 32] = template
+        a.sendall(b"".join(parts))
+        job = _read_job(b.fileno())
+    finally:
+        a.close()
+        b.close()
+        _KEPT.clear()
+    assert job is not None and "broken" not in job
+    assert job["templates"] == {"/t/i.db": "d" * 32, "/e/f.db": "d" * 32}
+    assert job["dbs"] == {"/t/i.db": template, "/e/f.db": template}
+
+
+def test_a_db_one_byte_from_its_template_still_goes_as_its_own_bytes(tmp_path: Path) -> None:
+    template = db(tmp_path, "i.db", 40)
+    final = bytearray(template)
+    final[-1] ^= 1
+    sent = plan({"/t/i.db": Kept("d" * 32, template), "/e/f.db": bytes(final)}, 32 << 20, Kept)
+    assert sent.kept == {"/t/i.db": "d" * 32} and sent.deltas[0][0] == "/e/f.db"
+    assert b"".join(sent.pages) == bytes(final[-(len(final) % PAGE or PAGE):])
+
+
 @dataclass
 class Rig:
     """A `KeptSockets` with one worker socket passed to it by SCM_RIGHTS; `worker` is the worker's end."""

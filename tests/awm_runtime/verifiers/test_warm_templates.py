@@ -119,6 +119,24 @@ async def test_a_verifier_that_tampers_with_its_template_copy_changes_nothing_th
     assert box.kept_stats.worker_hits == 1
 
 
+async def test_an_unchanged_final_db_opens_as_the_template_and_tampering_with_it_reaches_no_later_job(
+        box: Sandbox, tmp_path: Path) -> None:
+    """A final DB that is its template's bytes goes by the template's digest and opens as the worker's shared
+    read-only copy: the same refusals as the template's, and the next job of the code sees the pristine rows."""
+    template = db_bytes(tmp_path, [1, 2, 3], pad=10)
+    tamper = TAMPER.replace("connect(initial_db_path)", "connect(final_db_path)")
+    for _ in range(2):
+        result = await verify(box, kept(template), template, tamper)
+        assert result.value is not None, result
+        assert result.value["refused"] >= 5
+        assert (result.value["mine"], result.value["fresh"]) == ([1, 2, 3], [1, 2, 3])
+    check = await verify(box, kept(template), template)
+    assert check.value == {"result": "complete", "initial": [1, 2, 3], "final": [1, 2, 3]}
+    after = await verify(box, kept(template), changed(template, tmp_path, [4]))  # then a changed one, as its own
+    assert after.value == {"result": "complete", "initial": [1, 2, 3], "final": [1, 2, 3, 4]}
+    assert box.kept_stats.worker_sends == 2  # one worker per code, each sent the template once
+
+
 async def test_a_job_opens_a_copy_of_the_kept_bytes(tmp_path: Path) -> None:
     """In a worker, a job DB that is not a template opens a copy of its bytes (`deserialize` copies): a write to
     it, were one let through, would never reach the bytes the next job opens."""
