@@ -26,19 +26,21 @@ _VALUE_KEYS = frozenset({"type", "anyOf", "enum", "minimum", "maximum", "exclusi
                          "minLength", "maxLength", "pattern", "items", "minItems", "maxItems",
                          "additionalProperties"}) | _ANNOTATIONS
 _OBJECT_KEYS = frozenset({"type", "properties", "required", "additionalProperties"}) | _ANNOTATIONS
+
+
+def _number(v: Any) -> bool:
+    return type(v) is int or type(v) is float
+
+
 _TYPES: dict[str, Check] = {
     "string": lambda v: type(v) is str,
     "integer": lambda v: type(v) is int,
-    "number": lambda v: type(v) is int or type(v) is float,
+    "number": _number,
     "boolean": lambda v: type(v) is bool,
     "null": lambda v: v is None,
     "array": lambda v: type(v) is list,
     "object": lambda v: type(v) is dict,
 }
-
-
-def _number(v: Any) -> bool:
-    return type(v) is int or type(v) is float
 
 
 def _length_check(sized: type[str] | type[list[Any]], bound: int, *, at_least: bool) -> Check:

@@ -94,7 +94,7 @@ class CallThreads:
         self._granted = 0  # permits handed to parked threads and not yet picked up
         self._watching = False
         self.beside = 0  # calls that started while another call was running
-        self.refused = 0  # jobs answered with `refuse`: their thread could not make its event loop
+        self.refused = 0  # jobs answered with `refuse`: no thread could be started for them, or make its loop
 
     def submit(self, job: Any) -> None:
         """Queue `job`; it runs when a thread with a permit is free."""
