@@ -21,7 +21,23 @@ from awm_runtime.verifiers import Kept
 from awm_runtime.verifiers._delta import PAGE
 from awm_runtime.verifiers._direct import KeptSockets, job_frame, plan
 from awm_runtime.verifiers._outcome import MAX_RESULT, result_frame
-from awm_runtime.verifiers._warm_worker import _KEPT, _read_job
+from awm_runtime.verifiers._scratch import Scratch
+from awm_runtime.verifiers._warm_worker import _KEPT, _SCRATCH, _drop_shared, _read_job
+
+
+def _as_read(value: Any) -> bytes:
+    """A DB as the worker's verifier reads it: a final DB written into its template's store has a new change
+    counter (offsets 24 and 92, `_scratch`), every other byte as sent."""
+    if not isinstance(value, Scratch):
+        return bytes(value)
+    data = bytearray(value.bytes())
+    assert data[24:28] == data[92:96]
+    data[24:28] = data[92:96] = b"CCCC"
+    return bytes(data)
+
+
+def _counter_masked(data: bytes) -> bytes:
+    return data[:24] + b"CCCC" + data[28:92] + b"CCCC" + data[96:]
 
 
 def db(tmp: Path, name: str, rows: int) -> bytes:
@@ -56,8 +72,12 @@ def test_a_job_frame_reads_back_as_the_same_dbs_in_the_worker(tmp_path: Path, ma
         b.close()
         _KEPT.clear()
     assert job is not None and job["id"] == 7 and "broken" not in job
-    assert {p: bytes(v) for p, v in job["dbs"].items()} == {"/t/i.db": template, "/e/f.db": bytes(final),
-                                                           "/e/x.db": b"small"}
+    assert job["finals"] == {"/e/f.db": "d" * 32}  # written into the template's store
+    assert {p: _as_read(v) for p, v in job["dbs"].items()} == {"/t/i.db": template,
+                                                              "/e/f.db": _counter_masked(bytes(final)),
+                                                              "/e/x.db": b"small"}
+    for digest in list(_SCRATCH):
+        _drop_shared(digest)
 
 
 def test_a_db_that_is_its_template_goes_by_the_templates_digest_and_opens_as_the_template(tmp_path: Path) -> None:

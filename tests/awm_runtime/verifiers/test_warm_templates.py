@@ -137,6 +137,44 @@ async def test_an_unchanged_final_db_opens_as_the_template_and_tampering_with_it
     assert box.kept_stats.worker_sends == 2  # one worker per code, each sent the template once
 
 
+LEAVE_OPEN = ("import sqlite3\n"
+              "def verify_x(final_db_path, initial_db_path, final_answer=''):\n"
+              "    cursor = sqlite3.connect(final_db_path).execute('SELECT a FROM t')\n"
+              "    cursor.fetchone()\n"
+              "    kept = [cursor]\n"
+              "    kept.append(kept)  # a cycle: the cursor, mid-read, outlives the job until a collection\n"
+              "    rows = [r[0] for r in sqlite3.connect(final_db_path).execute('SELECT a FROM t ORDER BY a')]\n"
+              "    tamper = sqlite3.connect(final_db_path)\n"
+              "    for sql in ('DELETE FROM t', 'PRAGMA query_only = 0', 'PRAGMA schema_version = 1'):\n"
+              "        try:\n"
+              "            tamper.execute(sql)\n"
+              "        except sqlite3.Error:\n"
+              "            pass\n"
+              "    return {'result': 'complete', 'final': rows}\n")
+
+
+async def test_final_dbs_written_over_one_another_in_a_worker_each_read_as_sent(box: Sandbox, tmp_path: Path) -> None:
+    """A kept worker writes each final DB into one store per template (`_scratch`): episodes with the same change
+    counter, a changed schema, and a verifier that leaves a statement reading its DB or tries to write to it, each
+    leave the next job reading its own DB."""
+    template = db_bytes(tmp_path, [1, 2], pad=40)
+    same_counter = [changed(template, tmp_path, [n]) for n in (3, 4, 5)]
+    assert len({f[24:28] for f in same_counter}) == 1
+    path = tmp_path / "schema.db"
+    path.write_bytes(template)
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("ALTER TABLE t RENAME TO old")
+    conn.execute("CREATE TABLE t (z INTEGER, a INTEGER)")
+    conn.execute("INSERT INTO t VALUES (0, 99)")
+    conn.execute("PRAGMA schema_version = 1")
+    conn.close()
+    for code in (ROWS, LEAVE_OPEN):
+        for final, rows in [*zip(same_counter, ([1, 2, 3], [1, 2, 4], [1, 2, 5]), strict=True),
+                            (path.read_bytes(), [99]), (same_counter[0], [1, 2, 3])]:
+            result = await verify(box, kept(template), final, code)
+            assert result.value is not None and result.value["final"] == rows, result
+
+
 async def test_a_job_opens_a_copy_of_the_kept_bytes(tmp_path: Path) -> None:
     """In a worker, a job DB that is not a template opens a copy of its bytes (`deserialize` copies): a write to
     it, were one let through, would never reach the bytes the next job opens."""
