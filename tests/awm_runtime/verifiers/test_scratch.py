@@ -204,3 +204,34 @@ def test_the_stores_own_making_is_never_the_schema_a_job_reads(tmp_path: Path) -
         scratch.end_job()
     finally:
         scratch.close()
+
+
+def _outcome(conn: sqlite3.Connection) -> object:
+    try:
+        return read(conn)
+    except sqlite3.Error as exc:
+        return type(exc).__name__
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(damage=st.lists(st.tuples(st.one_of(st.integers(0, 99), st.integers(0, 1 << 20)),  # the header, or anywhere
+                                 st.binary(min_size=1, max_size=8)), min_size=1, max_size=6))
+def test_a_damaged_db_reads_as_a_private_copy_of_it_and_the_next_db_as_its_own(
+        made: tuple[Path, Scratch], damage: list[tuple[int, bytes]]) -> None:
+    """Bytes a hostile world wrote anywhere (page 1's header included): the store gives what a private copy of the
+    same bytes gives, rows or the same kind of error, and leaves nothing for the next job's DB."""
+    template, scratch = made
+    data = template.read_bytes()
+    final = bytearray(episode(template, [("UPDATE t SET b = 'x' WHERE a < 20", ())]).read_bytes())
+    for at, junk in damage:
+        at %= len(final)
+        final[at:at + len(junk)] = junk[:len(final) - at]
+    conn = load(scratch, data, bytes(final))
+    private = sqlite3.connect(":memory:")
+    private.deserialize(scratch.bytes())  # the same bytes, header fields as the store has them
+    assert _outcome(conn) == _outcome(private)
+    private.close()
+    scratch.end_job()
+    clean = episode(template, [("DELETE FROM t WHERE a > 100", ())])
+    assert read(load(scratch, data, clean.read_bytes())) == as_file(clean)
+    scratch.end_job()
