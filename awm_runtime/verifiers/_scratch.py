@@ -117,13 +117,15 @@ class Scratch:
             # The schema parsed now (with awm_room) under a cookie `load` never sets: the template's + 1.
             self._holder.execute(f"PRAGMA schema_version = {ctypes.c_int32(self._cookie + 1).value}")
             self._store = _store_address(self.uri)
-            size, room, _, data = struct.unpack("qqqQ", ctypes.string_at(self._store, 32))
+            size, room, most, data = struct.unpack("qqqQ", ctypes.string_at(self._store, 32))
             reading = self._holder.execute("SELECT * FROM sqlite_schema")
             reading.fetchone()  # a read transaction: MemStore.nRdLock is 1 while it lasts
             locks = self._locks()
             reading.close()
-            if not (0 < size <= room and data and ctypes.string_at(data, 16) == _MAGIC
-                    and ctypes.string_at(data, size) == self._holder.serialize() and locks == 1 and self._locks() == 0):
+            serialised = self._holder.serialize()
+            # The sizes first: `aData` is read only once they are the store's as SQLite gives them.
+            if not (size == len(serialised) <= room <= most and data and ctypes.string_at(data, 16) == _MAGIC
+                    and ctypes.string_at(data, size) == serialised and locks == 1 and self._locks() == 0):
                 raise sqlite3.NotSupportedError("the memdb store is not laid out as this SQLite version's was")
         except BaseException:
             self._holder.close()

@@ -96,7 +96,7 @@ def _drop_shared(digest: str) -> None:
         scratch.close()
 
 
-def _scratch(digest: str) -> Scratch | None:
+def _store_of(digest: str) -> Scratch | None:
     """Template `digest`'s store for final DBs (`_scratch`), made on first use; None if none can be made."""
     if digest not in _SCRATCH:
         try:
@@ -214,10 +214,11 @@ def _read_job(fd: int) -> dict[str, Any] | None:
             continue
         pages = [int(p) for p in pages]
         # Into the template's store (one DB a job: a second one of the same template opens a private copy).
-        scratch = _scratch(str(digest)) if str(digest) not in finals.values() else None
+        scratch = _store_of(str(digest)) if str(digest) not in finals.values() else None
         if scratch is not None and scratch.busy():  # still read by an ended job's statement: a new store
-            _SCRATCH.pop(str(digest)).close()  # type: ignore[union-attr]
-            scratch = _scratch(str(digest))
+            scratch.close()
+            del _SCRATCH[str(digest)]
+            scratch = _store_of(str(digest))
         end = scratch.load(base, int(length), pages, view, at) if scratch is not None else None
         if scratch is not None and end is not None:
             dbs[str(path)], finals[str(path)], at = scratch, str(digest), end
