@@ -4,8 +4,10 @@ under the template's cookie, a write let through, a connection left open."""
 
 from __future__ import annotations
 
+import socket
 import sqlite3
 import struct
+import threading
 from collections.abc import Iterator
 from itertools import count
 from pathlib import Path
@@ -14,7 +16,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from awm_runtime.verifiers import Kept
 from awm_runtime.verifiers._delta import PAGE, changed_pages
+from awm_runtime.verifiers._direct import job_frame, plan
 from awm_runtime.verifiers._scratch import Scratch
 
 _names = count()
@@ -235,3 +239,37 @@ def test_a_damaged_db_reads_as_a_private_copy_of_it_and_the_next_db_as_its_own(
     clean = episode(template, [("DELETE FROM t WHERE a > 100", ())])
     assert read(load(scratch, data, clean.read_bytes())) == as_file(clean)
     scratch.end_job()
+
+
+def test_without_the_library_or_with_another_layout_no_store_is_made_and_jobs_open_private_copies(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A SQLite whose memdb store is not laid out as expected (here: the reader count looked for elsewhere) or a
+    library that cannot be had gives no store, and the worker opens each final DB as a private copy."""
+    from awm_runtime.verifiers import _scratch, _warm_worker
+
+    template = template_file(tmp_path)
+    data = template.read_bytes()
+    monkeypatch.setattr(_scratch, "_LOCKS_AT", 0)  # MemStore.sz read as the reader count: the check refuses it
+    with pytest.raises(sqlite3.NotSupportedError, match="laid out"):
+        Scratch(data)
+    monkeypatch.setattr(_scratch, "_LIB", None)
+    with pytest.raises(sqlite3.NotSupportedError, match="no named memdb store"):
+        Scratch(data)
+    kept = Kept("n" * 32, data)
+    final = episode(template, [("DELETE FROM t WHERE a < 50", ())]).read_bytes()
+    sent = plan({"/t/i.db": kept, "/e/f.db": final}, 32 << 20, Kept)
+    assert sent.deltas  # the final DB goes as its pages, as a store would take it
+    parts = job_frame({"id": 1, "code": "", "function": "f", "kwargs": {}}, sent, {"keep": [kept.digest]})
+    a, b = socket.socketpair()
+    try:
+        writer = threading.Thread(target=a.sendall, args=(b"".join(parts),))
+        writer.start()
+        job = _warm_worker._read_job(b.fileno())
+        writer.join()
+    finally:
+        a.close()
+        b.close()
+        _warm_worker._KEPT.clear()
+        _warm_worker._SCRATCH.clear()
+    assert job is not None and "broken" not in job and job["finals"] == {}
+    assert bytes(job["dbs"]["/e/f.db"]) == final  # a private copy's bytes, as before
