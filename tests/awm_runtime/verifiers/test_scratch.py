@@ -107,9 +107,15 @@ def test_a_changed_schema_under_the_templates_cookie_is_parsed_again(made: tuple
                                 (f"PRAGMA schema_version = {cookie}", ())])
     assert struct.unpack_from(">I", forged.read_bytes(), 40)[0] == cookie
     plain = episode(template, [("DELETE FROM t WHERE a > 3", ())])
-    for final in (plain, forged, plain, forged):
+    extra = episode(template, [("CREATE TABLE extra (q TEXT)", ()), ("INSERT INTO extra VALUES ('hello')", ())])
+    for final in (plain, forged, plain, forged, extra, plain, extra):
         conn = load(scratch, data, final.read_bytes())
         assert read(conn) == as_file(final)
+        if final is extra:  # a table only this DB has is found (a statement naming it is prepared afresh)
+            assert conn.execute("SELECT q FROM extra").fetchall() == [("hello",)]
+        else:
+            with pytest.raises(sqlite3.OperationalError, match="no such table"):
+                conn.execute("SELECT q FROM extra")
         scratch.end_job()
 
 
