@@ -161,7 +161,7 @@ def _worlds_group(g: argparse._ArgumentGroup) -> None:
                                                      "core, 2 to 8)")
     a("--world-disk-mib", type=disk_mib, metavar="MIB", help=DISK_HELP)
     a("--verifier-reuse", action="store_true", default=None,
-      help="verify in kept confined workers, one per verifier code, given the DBs' bytes: ~10x less CPU a "
+      help="verify in kept confined workers, one per verifier code, given the DBs' bytes: over 10x less CPU a "
            "verification, but a verifier's code may keep state between its own runs (docs/worlds.md)")
     a("--unsafe-no-sandbox", action="store_true", default=None,
       help="run world and verifier code unconfined, with your files, network and keys in reach: only for "

@@ -58,3 +58,15 @@ def test_a_job_db_is_read_only_and_keeps_every_refusal(db: str) -> None:
     memory.execute("CREATE TABLE m (a)")
     with pytest.raises(sqlite3.OperationalError, match="unable to open"):
         _warm_worker.connect_bytes("/episodes/other/final.db")
+
+
+def test_a_verifier_cannot_name_a_store_of_final_dbs(db: str) -> None:
+    """The stores final DBs are written into (`_scratch`) open only for a job's own final-DB path: by their own
+    names, as a URI or through ATTACH, they open nothing."""
+    for name, uri in (("file:/awm-final-1?vfs=memdb&cache=shared", True), ("/awm-final-1", False),
+                      ("file:/awm-final-1?vfs=memdb", True)):
+        with pytest.raises(sqlite3.OperationalError, match="unable to open"):
+            _warm_worker.connect_bytes(name, uri=uri)
+    conn = _warm_worker.connect_bytes(db)
+    with pytest.raises(sqlite3.DatabaseError, match="not authorized"):
+        conn.execute("ATTACH 'file:/awm-final-1?vfs=memdb' AS x")
