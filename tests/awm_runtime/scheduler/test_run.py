@@ -7,6 +7,7 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 
+import awm_runtime.scheduler._run as run_module
 from awm_runtime.scheduler import PreparedRun, RunProgress, Unit, run
 from awm_runtime.scheduler._control import rss_mib
 from tests.awm_runtime.scheduler.conftest import MemoryWorld, StepPolicy, prepared
@@ -78,20 +79,33 @@ async def test_memory_stays_flat_over_a_long_run(tmp_path: Path) -> None:
     assert (out / "events.jsonl").stat().st_size > 1_000_000  # the events went to disk, not to memory
 
 
+def _records_in_flight() -> list[int]:
+    """The lines of `_run.run`'s `record` that allocate for records being written (their list, the thread hop):
+    held only until written, up to one record per slot at a snapshot (0-6 KB here, 16 slots)."""
+    source = Path(run_module.__file__).read_text().splitlines()
+    found = [n for n, line in enumerate(source, 1)
+             if "fresh = [r for r in records" in line or "asyncio.to_thread(write, fresh)" in line]
+    assert len(found) == 2, "record's lines changed: name them again here"
+    return found
+
+
 async def test_a_run_of_one_arm_keeps_nothing_per_episode_in_its_scheduler_and_statistics(tmp_path: Path) -> None:
     """Issue 49: over a long run the runtime's RSS grew with the episodes recorded: every key handed out (kept
     for groups, which plan as they go) and a pair cell per episode (for comparisons a run of one arm never
     makes), 111 B an episode here. Counted by tracemalloc where they were allocated, between the 80th episode
     finished and the 380th: the scheduler's run loop and the run's statistics keep what they had (the
-    latency histograms are left out: log-spaced buckets, a fixed most by construction)."""
+    latency histograms are left out: log-spaced buckets, a fixed most by construction; so are the records
+    still being written at either snapshot, `_records_in_flight`)."""
     import tracemalloc
 
     prep = prepared(tmp_path / "run", MemoryWorld(50), StepPolicy(), concurrency=16, repeats=8)  # 400
     progress = RunProgress()
     held: dict[int, int] = {}
+    in_flight = _records_in_flight()
     where = [tracemalloc.Filter(True, "*/awm_runtime/scheduler/_run.py"),
              tracemalloc.Filter(True, "*/awm_runtime/report/*"),
-             tracemalloc.Filter(False, "*/awm_runtime/report/_economics.py")]
+             tracemalloc.Filter(False, "*/awm_runtime/report/_economics.py"),
+             *(tracemalloc.Filter(False, "*/awm_runtime/scheduler/_run.py", lineno=n) for n in in_flight)]
 
     async def sample() -> None:
         for mark in (80, 380):
