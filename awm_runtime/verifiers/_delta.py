@@ -48,20 +48,37 @@ def page_bytes(data: bytes, pages: list[int]) -> list[memoryview]:
     return [view[i * PAGE:min((i + 1) * PAGE, len(data))] for i in pages]
 
 
-def patched(base: Any, length: int, pages: list[int], stream: Any, at: int) -> tuple[bytearray, int]:
-    """The DB of `length` bytes that is `base` with `pages` replaced by their bytes read from `stream` at `at`;
-    and where in `stream` they end."""
-    common = min(len(base), length)
-    out = bytearray(memoryview(base)[:common])  # one copy (not a zeroed buffer, then a copy into it)
-    out.extend(bytes(length - common))
+def pages_end(length: int, pages: list[int], stream: Any, at: int) -> int:
+    """Where in `stream` the bytes of `pages` of a DB of `length` bytes, read from `at`, end; ValueError naming the
+    first page outside the DB or its frame."""
     for index in pages:
         lo = index * PAGE
         hi = min(lo + PAGE, length)
         if lo >= length or hi - lo > len(stream) - at:
             raise ValueError(f"page {index} is outside a DB of {length} bytes or its frame")
+        at += hi - lo
+    return at
+
+
+def put_pages(out: Any, length: int, pages: list[int], stream: Any, at: int) -> None:
+    """Write `pages` of a DB of `length` bytes into `out`, their bytes read from `stream` at `at` (as `pages_end`
+    found them to fit)."""
+    for index in pages:
+        lo = index * PAGE
+        hi = min(lo + PAGE, length)
         out[lo:hi] = stream[at:at + hi - lo]
         at += hi - lo
-    return out, at
 
 
-__all__ = ["PAGE", "changed_pages", "numpy", "page_bytes", "patched"]
+def patched(base: Any, length: int, pages: list[int], stream: Any, at: int) -> tuple[bytearray, int]:
+    """The DB of `length` bytes that is `base` with `pages` replaced by their bytes read from `stream` at `at`;
+    and where in `stream` they end (ValueError: `pages_end`)."""
+    end = pages_end(length, pages, stream, at)
+    common = min(len(base), length)
+    out = bytearray(memoryview(base)[:common])  # one copy (not a zeroed buffer, then a copy into it)
+    out.extend(bytes(length - common))
+    put_pages(out, length, pages, stream, at)
+    return out, end
+
+
+__all__ = ["PAGE", "changed_pages", "numpy", "page_bytes", "pages_end", "patched", "put_pages"]

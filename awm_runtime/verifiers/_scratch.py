@@ -35,7 +35,7 @@ import struct
 from itertools import count
 from typing import Any
 
-from awm_runtime.verifiers._delta import PAGE
+from awm_runtime.verifiers._delta import PAGE, pages_end, put_pages
 
 MEMDB_SINCE = (3, 36, 0)  # the named, shared `memdb` store (MemStore) whose layout `Scratch` reads
 _MAGIC = b"SQLite format 3\x00"
@@ -117,7 +117,7 @@ class Scratch:
             # The schema parsed now (with awm_room) under a cookie `load` never sets: the template's + 1.
             self._holder.execute(f"PRAGMA schema_version = {ctypes.c_int32(self._cookie + 1).value}")
             self._store = _store_address(self.uri)
-            size, room, most, data = struct.unpack("qqqQ", ctypes.string_at(self._store, 32))
+            size, room, most, data = self._fields()
             reading = self._holder.execute("SELECT * FROM sqlite_schema")
             reading.fetchone()  # a read transaction: MemStore.nRdLock is 1 while it lasts
             locks = self._locks()
@@ -137,11 +137,12 @@ class Scratch:
         """Make the store the DB of `length` bytes that is `base` (the template) with `pages` replaced by their
         bytes read from `stream` at `at` (as `_delta.patched` builds it); where in `stream` they end. None (nothing
         written) when the DB does not fit the store's room, its pages do not fit the frame, or the store is `busy`."""
-        _, room, _, data = struct.unpack("qqqQ", ctypes.string_at(self._store, 32))
+        _, room, _, data = self._fields()
         if not PAGE <= length <= room or self.busy():
             return None
-        if any(i * PAGE >= length for i in pages) or at + sum(min(i * PAGE + PAGE, length) - i * PAGE
-                                                             for i in pages) > len(stream):
+        try:
+            end = pages_end(length, pages, stream, at)  # checked before anything is written (`seen` below)
+        except ValueError:
             return None
         with memoryview((ctypes.c_char * room).from_address(data)).cast("B") as memory:
             (seen,) = struct.unpack_from(">I", memory, _COUNTER)  # the counter SQLite last read here
@@ -149,13 +150,9 @@ class Scratch:
             memory[:common] = memoryview(base)[:common]
             if length > common:
                 ctypes.memset(data + common, 0, length - common)
-            same_schema = True
-            for index in pages:
-                lo, hi = index * PAGE, min(index * PAGE + PAGE, length)
-                memory[lo:hi] = stream[at:at + hi - lo]
-                at += hi - lo
-                same_schema = same_schema and index not in self._schema_pages
-            same_schema = same_schema and self._schema_end <= length and self._same_page1(memory)
+            put_pages(memory, length, pages, stream, at)
+            same_schema = (self._schema_pages.isdisjoint(pages) and self._schema_end <= length
+                           and self._same_page1(memory))
             counter = struct.pack(">I", (seen + 1) & 0xFFFFFFFF)
             if memory[_VALID_FOR:_VALID_FOR + 4] == memory[_COUNTER:_COUNTER + 4]:
                 memory[_VALID_FOR:_VALID_FOR + 4] = counter
@@ -165,7 +162,11 @@ class Scratch:
             cookie = self._cookie if same_schema else self._cookie + 1 + next(self._jobs)
             struct.pack_into(">I", memory, _COOKIE, cookie & 0xFFFFFFFF)
         ctypes.c_int64.from_address(self._store).value = length  # MemStore.sz: the DB's size
-        return at
+        return end
+
+    def _fields(self) -> tuple[int, int, int, int]:
+        """MemStore.sz, szAlloc, szMax and aData: the DB's size, the store's room, its most, and its memory."""
+        return struct.unpack("qqqQ", ctypes.string_at(self._store, 32))  # type: ignore[return-value]
 
     def _locks(self) -> int:
         """MemStore.nRdLock + nWrLock: the store's readers and writer now (0: no connection holds it)."""
@@ -188,7 +189,7 @@ class Scratch:
 
     def bytes(self) -> bytes:
         """The DB now in the store (what a connection that cannot share it opens a private copy of)."""
-        size, _, _, data = struct.unpack("qqqQ", ctypes.string_at(self._store, 32))
+        size, _, _, data = self._fields()
         return ctypes.string_at(data, size)
 
     def opened(self, connection: sqlite3.Connection) -> None:

@@ -97,7 +97,12 @@ def _drop_shared(digest: str) -> None:
 
 
 def _store_of(digest: str) -> Scratch | None:
-    """Template `digest`'s store for final DBs (`_scratch`), made on first use; None if none can be made."""
+    """Template `digest`'s store for final DBs (`_scratch`), made on first use, or again when a statement of an
+    ended job still reads the one there (`busy`: it is never written again); None if none can be made."""
+    held = _SCRATCH.get(digest)
+    if held is not None and held.busy():
+        held.close()
+        del _SCRATCH[digest]
     if digest not in _SCRATCH:
         try:
             _SCRATCH[digest] = Scratch(_KEPT[digest])
@@ -215,10 +220,6 @@ def _read_job(fd: int) -> dict[str, Any] | None:
         pages = [int(p) for p in pages]
         # Into the template's store (one DB a job: a second one of the same template opens a private copy).
         scratch = _store_of(str(digest)) if str(digest) not in finals.values() else None
-        if scratch is not None and scratch.busy():  # still read by an ended job's statement: a new store
-            scratch.close()
-            del _SCRATCH[str(digest)]
-            scratch = _store_of(str(digest))
         end = scratch.load(base, int(length), pages, view, at) if scratch is not None else None
         if scratch is not None and end is not None:
             dbs[str(path)], finals[str(path)], at = scratch, str(digest), end
